@@ -1,0 +1,78 @@
+"""The command line: a thin layer that parses options, calls one stage, and prints.
+
+Each command lives in konkord/commands/<name>.py and imports its heavy machinery (litellm,
+streamlit, numpy) inside the command, so `konkord --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from konkord import __version__
+from konkord.errors import KonkordError
+
+# command name -> "module:attribute"; each module is light at import time.
+COMMANDS: dict[str, str] = {
+    "validate": "konkord.commands.validate:validate",
+    "run": "konkord.commands.run:run",
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command is listed or run."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KonkordError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.secho(
+                "\ninterrupted: everything finished so far is saved; run the same command "
+                "again to resume",
+                fg="yellow",
+                err=True,
+            )
+            sys.exit(130)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="konkord")
+def cli() -> None:
+    """Rank language models with a blind pairwise LLM judge, then measure whether
+    the judge can be trusted against blind human labels.
+
+    \b
+    The stages, in order:
+      run        ask every model for one answer per task
+      judge      compare every pair of answers, in both orders
+      label      a local app where a person labels comparisons blind
+      calibrate  judge-vs-human agreement, with intervals
+      report     Bradley-Terry ratings, intervals, diagnostics -> results/<run>.json
+      build      run what is missing for every run in runs.json, render public/
+    """
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="konkord")
+
+
+if __name__ == "__main__":
+    main()

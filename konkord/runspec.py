@@ -1,0 +1,99 @@
+"""What a run is: its suite, models, judges and settings, from runs.json or the run's manifest.
+
+A run started with `konkord run --suite ... --models ...` and not listed in runs.json keeps a
+manifest (runs/<run>/run.json), so later stages can be given just `--run NAME`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from konkord.errors import KonkordError
+from konkord.llm import CallSettings
+from konkord.runs_config import DEFAULT_RUNS_FILE, LabelPlan, Price, RunEntry, load_runs
+from konkord.suite import Suite, load_suite
+
+RUNS_ROOT = Path("runs")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a stage needs to know about one run."""
+
+    name: str
+    suite_path: Path
+    suite: Suite
+    models: tuple[str, ...]
+    judges: tuple[str, ...] = ()
+    settings: CallSettings = CallSettings()
+    prices: dict[str, Price] = field(default_factory=dict)
+    label_plan: LabelPlan = LabelPlan()
+    results_path: Path = Path("results/run.json")
+    in_runs_file: bool = False
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's evidence directory."""
+        return RUNS_ROOT / self.name
+
+
+def spec_from_entry(entry: RunEntry) -> RunSpec:
+    """A RunSpec for a run listed in runs.json."""
+    gen = entry.generation
+    return RunSpec(
+        name=entry.name,
+        suite_path=Path(entry.suite),
+        suite=load_suite(entry.suite),
+        models=entry.models,
+        judges=entry.judges,
+        settings=CallSettings(gen.temperature, gen.max_tokens, gen.seed, entry.api_base),
+        prices=dict(entry.prices),
+        label_plan=entry.label_plan,
+        results_path=entry.results_path,
+        in_runs_file=True,
+    )
+
+
+def manifest_path(name: str) -> Path:
+    """Where an unlisted run keeps its manifest."""
+    return RUNS_ROOT / name / "run.json"
+
+
+def write_manifest(spec: RunSpec) -> None:
+    """Remember an unlisted run's suite, models and settings for later stages."""
+    path = manifest_path(spec.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "name": spec.name,
+        "suite": str(spec.suite_path),
+        "models": list(spec.models),
+        "judges": list(spec.judges),
+        "generation": {
+            "temperature": spec.settings.temperature,
+            "max_tokens": spec.settings.max_tokens,
+            "seed": spec.settings.seed,
+        },
+        "api_base": spec.settings.api_base,
+    }
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
+    """The run called `name`: from runs.json if listed there, else from its manifest."""
+    if runs_file.exists():
+        runs = load_runs(runs_file)
+        for entry in runs.runs:
+            if entry.name == name:
+                return spec_from_entry(entry)
+    path = manifest_path(name)
+    if path.exists():
+        entry = RunEntry.model_validate(json.loads(path.read_text()))
+        return spec_from_entry(entry).__class__(
+            **{**spec_from_entry(entry).__dict__, "in_runs_file": False}
+        )
+    raise KonkordError(
+        f'no run named "{name}": it is not in {runs_file} and {path} does not exist '
+        "(start it with `konkord run --suite PATH --models A,B --run NAME`)"
+    )

@@ -1,0 +1,121 @@
+"""The run stage: one answer per (task, model), appended to the evidence log as it arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from konkord.evidence import EvidenceLog, Record, now_iso
+from konkord.llm import CallSettings, Message, ModelClient
+from konkord.suite import Suite, Task
+
+
+def answer_messages(suite: Suite, task: Task) -> list[Message]:
+    """What a model is sent for a task: the suite's context, the format hint, and the prompt."""
+    system_parts = []
+    if suite.context:
+        system_parts.append(suite.context.strip())
+    if suite.answer_language:
+        system_parts.append(
+            f"Give your solution in a single fenced ```{suite.answer_language} code block."
+        )
+    messages: list[Message] = []
+    if system_parts:
+        messages.append({"role": "system", "content": "\n\n".join(system_parts)})
+    messages.append({"role": "user", "content": task.prompt})
+    return messages
+
+
+def answer_key_hash(messages: list[Message], settings: CallSettings) -> str:
+    """The hash that makes an answer current: the exact messages and the generation settings."""
+    blob = json.dumps({"messages": messages, "settings": settings.digest()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def current_answers(log: EvidenceLog, suite: Suite, settings: CallSettings) -> dict[tuple[str, str], Record]:
+    """The latest answer record per (task, model) made with the current prompt and settings."""
+    wanted = {
+        task.id: answer_key_hash(answer_messages(suite, task), settings) for task in suite.tasks
+    }
+    out: dict[tuple[str, str], Record] = {}
+    for record in log.records("answers"):
+        if wanted.get(record.get("task_id")) == record.get("settings_hash"):
+            out[(record["task_id"], record["model"])] = record
+    return out
+
+
+@dataclass
+class RunSummary:
+    """What a run stage did, for the closing summary line."""
+
+    generated: int = 0
+    cached: int = 0
+    failed: int = 0
+    already_recorded: int = 0
+    cost_usd: float = 0.0
+    unknown_price_models: set[str] = field(default_factory=set)
+    failures: list[str] = field(default_factory=list)
+
+
+async def generate_answers(
+    log: EvidenceLog,
+    suite: Suite,
+    models: tuple[str, ...],
+    settings: CallSettings,
+    client: ModelClient,
+    force: bool = False,
+    on_done: Callable[[], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> RunSummary:
+    """Answer every (task, model) that has no good answer yet; each answer is saved on arrival."""
+    summary = RunSummary()
+    existing = current_answers(log, suite, settings)
+    todo: list[tuple[Task, str]] = []
+    for task in suite.tasks:
+        for model in models:
+            record = existing.get((task.id, model))
+            if record is not None and record.get("error") is None and not force:
+                summary.already_recorded += 1
+            else:
+                todo.append((task, model))
+    if on_total:
+        on_total(len(todo))
+
+    async def answer_one(task: Task, model: str) -> None:
+        messages = answer_messages(suite, task)
+        result = await client.complete(model, messages, settings, use_cache=not force)
+        record: dict[str, Any] = {
+            "kind": "answer",
+            "task_id": task.id,
+            "model": model,
+            "settings_hash": answer_key_hash(messages, settings),
+            "settings": {
+                "temperature": settings.temperature,
+                "max_tokens": settings.max_tokens,
+                "seed": settings.seed,
+            },
+            **result.to_record(),
+            "created_at": now_iso(),
+        }
+        log.append("answers", record)
+        if not result.ok:
+            summary.failed += 1
+            summary.failures.append(f"{task.id} / {model}: {result.error}")
+        elif result.cached:
+            summary.cached += 1
+        else:
+            summary.generated += 1
+        if result.ok:
+            if result.cost_usd is None:
+                summary.unknown_price_models.add(model)
+            elif not result.cached:
+                summary.cost_usd += result.cost_usd
+        if on_done:
+            on_done()
+
+    await asyncio.gather(*(answer_one(task, model) for task, model in todo))
+    return summary
