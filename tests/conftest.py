@@ -1,0 +1,49 @@
+"""Shared fixtures: a local OpenAI-compatible server, and a scratch project directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from openai_server import OpenAIServer  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+FAKE_KEY = "sk-konkord-test-KEY-7d1f0c9a"
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runapi", action="store_true", help="run tests that call real providers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runapi"):
+        return
+    skip = pytest.mark.skip(reason="calls a real provider; pass --runapi to run")
+    for item in items:
+        if "runapi" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A started local OpenAI-compatible server; set `.responder` to script its replies."""
+    server = OpenAIServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch working directory with a fake API key set; stages write relative to it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    return tmp_path
