@@ -1,0 +1,389 @@
+"""The results file (results/<run>.json): everything the site needs, in one versioned schema.
+
+`report` writes it, `calibrate` fills its calibration blocks, `build` renders it. Templates
+compute nothing the file does not already hold. Reading a file of another schema version is a
+clear error, never a silent misreading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from konkord.errors import KonkordError
+
+SCHEMA_VERSION = 1
+
+
+class Strict(BaseModel):
+    """Base for every results model: unknown fields are refused so schema drift is caught."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Interval(Strict):
+    """A point estimate with its 95% interval; `None` means undefined (e.g. no data), not zero."""
+
+    estimate: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class Proportion(Strict):
+    """k of n with a Wilson 95% interval; rate is None when n == 0 (undefined, never 0%)."""
+
+    k: int
+    n: int
+    rate: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class ModelRating(Strict):
+    """One model's standing under one judge."""
+
+    model: str
+    rank: int = Field(description="Tied rank: the best position in the model's rank group.")
+    rank_group: int
+    log_strength: Interval
+    rating: Interval
+    win_rate_vs_field: Interval
+    raw_win_rate: Interval
+    comparisons: int
+
+
+class PairComparison(Strict):
+    """The bootstrap difference in log-strength between two models, and who is above how often."""
+
+    model_i: str
+    model_j: str
+    diff: Interval
+    p_above: float = Field(description="Share of resamples in which model_i is above model_j.")
+    separated: bool
+
+
+class Claim(Strict):
+    """A sentence the data supports, or an honest statement that it does not separate two models."""
+
+    kind: Literal["above", "not_separated"]
+    text: str
+    models: list[str]
+    tasks_needed: int | None = None
+
+
+class FitInfo(Strict):
+    """How the Bradley-Terry fit went: a convergence warning means something."""
+
+    iterations: int
+    gradient_norm: float
+    converged: bool
+
+
+class BootstrapInfo(Strict):
+    """How the intervals were made."""
+
+    unit: Literal["task", "judgments"]
+    resamples: int
+    seed: int
+    method: str
+
+
+class KeyedRate(Strict):
+    """A rate for one group (a model pair, a task, a length quartile...)."""
+
+    key: str
+    label: str | None = None
+    proportion: Proportion
+
+
+class Positional(Strict):
+    """Of the decided single-order calls, how many went to the answer shown first."""
+
+    first: int
+    second: int
+    ties: int
+    share_first: Proportion
+
+
+class Cycles(Strict):
+    """Per-task intransitive triples among decided triples."""
+
+    cyclic: int
+    decided_triples: int
+    undecided_triples: int
+    rate: float | None
+
+
+class Coverage(Strict):
+    """What is present against what is expected; gaps are shown, never hidden."""
+
+    answers_present: int
+    answers_expected: int
+    verdicts_present: int
+    verdicts_expected: int
+    incomplete_pairs: int
+    failed_answers: int = 0
+
+
+class Diagnostics(Strict):
+    """How far the judge's verdicts can be taken at face value."""
+
+    flip_rate: Proportion
+    flips_by_pair: list[KeyedRate]
+    flips_by_task: list[KeyedRate]
+    positional: Positional
+    cycles: Cycles
+    connected: bool
+    components: list[list[str]]
+    consistency: float | None
+    failures_by_reason: dict[str, int]
+    coverage: Coverage
+    fit: FitInfo
+
+
+class Kappa(Strict):
+    """Cohen's kappa with a bootstrap 95% interval."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+class Confusion(Strict):
+    """Rows: human label; columns: judge verdict; over the categories named in `categories`."""
+
+    categories: list[str]
+    matrix: list[list[int]]
+
+
+class Disagreement(Strict):
+    """A comparison where the person and the judge differ, with everything needed to read it."""
+
+    task_id: str
+    model_a: str
+    model_b: str
+    labeller: str
+    human: str
+    judge_combined: str
+    flipped: bool
+    judge_ab: str | None
+    judge_ba: str | None
+    rationale_ab: str | None
+    rationale_ba: str | None
+
+
+class HumanHuman(Strict):
+    """Agreement between people on the items they share."""
+
+    agreement: Proportion
+    agreement_no_ties: Proportion
+    kappa: Kappa
+    shared_items: int
+
+
+class Calibration(Strict):
+    """What the human labels say about one judge; `status` is "uncalibrated" without labels."""
+
+    status: Literal["calibrated", "uncalibrated"]
+    labels: int = 0
+    labellers: list[str] = []
+    agreement: Proportion | None = None
+    kappa: Kappa | None = None
+    confusion: Confusion | None = None
+    agreement_no_ties: Proportion | None = None
+    agreement_consistent: Proportion | None = None
+    agreement_flipped: Proportion | None = None
+    flip_rate: Proportion | None = None
+    by_task: list[KeyedRate] = []
+    by_pair: list[KeyedRate] = []
+    by_length_quartile: list[KeyedRate] = []
+    per_labeller: list[KeyedRate] = []
+    human_human: HumanHuman | None = None
+    disagreements: list[Disagreement] = []
+    objective: dict[str, Any] | None = Field(
+        default=None, description="Judge (and human) against executed tests, where a suite has them."
+    )
+
+
+class JudgeBlock(Strict):
+    """Everything about the ranking one judge produced; several judges give several blocks."""
+
+    judge: str
+    frame_hash: str | None
+    system_prompt: str | None = Field(description="The judge prompt read back from the evidence.")
+    ratings: list[ModelRating]
+    pairwise: list[PairComparison]
+    p_above_matrix: list[list[float | None]] = Field(
+        description="P(row model above column model), rows and columns in rating order."
+    )
+    rank_groups: list[list[str]]
+    claims: list[Claim]
+    diagnostics: Diagnostics
+    bootstrap: BootstrapInfo
+    calibration: Calibration = Calibration(status="uncalibrated")
+
+
+class CostLine(Strict):
+    """Tokens, dollars and latency for one model's answers or one judge's verdicts."""
+
+    who: str
+    role: Literal["generation", "judge"]
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None = Field(description="None when any call had an unknown price.")
+    known_cost_usd: float = 0.0
+    unknown_price_calls: int = 0
+    median_latency_s: float | None
+
+
+class PassRate(Strict):
+    """Share of a model's answers that pass one check, with a task-bootstrap interval."""
+
+    model: str
+    check: str
+    passed: int
+    total: int
+    rate: Interval
+
+
+class CheckView(Strict):
+    """One check's result on one answer."""
+
+    check: str
+    passed: bool
+    reason: str | None = None
+    sandbox: str | None = None
+
+
+class AnswerView(Strict):
+    """One model's answer to one task, as shown in the task browser."""
+
+    model: str
+    text: str | None
+    finish_reason: str | None = None
+    error: str | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    checks: list[CheckView] = []
+
+
+class OrderVerdict(Strict):
+    """One presentation order's verdict (or failure) for a pair."""
+
+    order: Literal["ab", "ba"]
+    shown_first: str
+    position_winner: str | None
+    winner: str | None
+    rationale: str | None = None
+    failure: str | None = None
+
+
+class LabelView(Strict):
+    """A person's label on a comparison."""
+
+    labeller: str
+    winner: str
+
+
+class ComparisonView(Strict):
+    """A model pair on a task, under one judge: both orders, the combined verdict, labels."""
+
+    judge: str
+    model_a: str
+    model_b: str
+    winner: str | None
+    flipped: bool
+    complete: bool
+    orders: list[OrderVerdict]
+    labels: list[LabelView] = []
+
+
+class TaskView(Strict):
+    """One task with every answer and every comparison, for the per-task page."""
+
+    id: str
+    prompt: str
+    reference: str | None = None
+    answers: list[AnswerView]
+    comparisons: list[ComparisonView]
+
+
+class SuiteInfo(Strict):
+    """The suite as it was when the report was made."""
+
+    name: str
+    path: str
+    rubric: str
+    answer_language: str | None
+    context: str | None
+    task_count: int
+
+
+class Results(Strict):
+    """The whole results file."""
+
+    schema_version: int = SCHEMA_VERSION
+    konkord_version: str
+    run: str
+    evidence_date: str | None = Field(description="Date of the newest evidence record.")
+    simulated: bool = Field(description="True when every model and judge is simulated.")
+    suite: SuiteInfo
+    models: list[str]
+    judges: list[str]
+    judge_blocks: list[JudgeBlock]
+    cost: list[CostLine]
+    pass_rates: list[PassRate] = []
+    tasks: list[TaskView]
+
+    def block(self, judge: str) -> JudgeBlock:
+        """The block of one judge."""
+        for block in self.judge_blocks:
+            if block.judge == judge:
+                return block
+        raise KeyError(judge)
+
+
+def read_results(path: Path | str) -> Results:
+    """Read and validate a results file; another schema version is a clear error."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise KonkordError(f"{path}: results file not found (run `konkord report`)") from None
+    except json.JSONDecodeError as exc:
+        raise KonkordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise KonkordError(
+            f"{path}: schema version {version!r}, but this konkord reads version "
+            f"{SCHEMA_VERSION}; regenerate it with `konkord report --run {data.get('run', 'NAME')}`"
+            if isinstance(data, dict)
+            else f"{path}: not a results file"
+        )
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise KonkordError(f"{path}: invalid results file at {where}: {first['msg']}") from None
+
+
+def write_results(results: Results, path: Path | str) -> None:
+    """Write a results file atomically (a crash never leaves half a file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(results.model_dump(mode="json"), indent=1, ensure_ascii=False, sort_keys=False)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(text + "\n")
+    os.replace(tmp, path)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the results file, for `konkord schema`."""
+    return Results.model_json_schema()
