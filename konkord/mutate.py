@@ -1,0 +1,278 @@
+"""Plausible bugs: one small, realistic mistake planted in working Python code.
+
+The simulated models answer a code task with either the reference solution or a copy of it
+carrying one bug of the kind people really write (a boundary comparison off by one, a range or
+slice that stops one short, a forgotten edge-case branch, `and` for `or`), so that a reader,
+a judge and the task's tests all have something real to find. The bug is spliced into the
+original text, so comments and layout survive and the answer still looks hand-written.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["plausible_bug", "plausible_bugs"]
+
+Path = tuple[tuple[str, int | None], ...]
+
+# Comparison operators swapped for their boundary twin: the classic off-by-one.
+_BOUNDARY: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+
+# Lower sorts first: seed 0 takes the most typical bug, later seeds walk through the rest.
+_COMPARE, _BOUND, _GUARD, _BOOLOP, _RETURN, _CONSTANT, _ARITH = range(7)
+
+
+@dataclass(frozen=True)
+class _Site:
+    """One candidate bug: where it goes in the tree and in the text, and what replaces it."""
+
+    rank: int
+    path: Path
+    new: ast.AST | None  # None deletes the statement at `path`
+    start: tuple[int, int]  # (line, column) in characters, 0-based
+    end: tuple[int, int]
+    text: str
+
+
+def plausible_bugs(code: str) -> list[str]:
+    """Every distinct single-bug copy of `code`, most typical first.
+
+    Each copy parses, differs from `code` in exactly one place, and keeps the rest of the text
+    (comments included) as it was. An empty list means there was nowhere plausible to put a bug.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise ValueError(f"cannot plant a bug in code that does not parse: {exc}") from None
+    lines = code.splitlines(keepends=True)
+    sites = sorted(_sites(tree, lines), key=lambda site: site.rank)
+    original = ast.dump(tree)
+    seen: set[str] = {code}
+    out: list[str] = []
+    for site in sites:
+        mutant = _apply(tree, lines, site)
+        if mutant is None or mutant in seen:
+            continue
+        try:
+            if ast.dump(ast.parse(mutant)) == original:
+                continue
+        except SyntaxError:
+            continue
+        seen.add(mutant)
+        out.append(mutant)
+    return out
+
+
+def plausible_bug(code: str, seed: int = 0) -> str:
+    """A copy of `code` with one plausible bug; the same seed always plants the same bug.
+
+    Seed 0 gives the most typical bug (usually a boundary comparison); other seeds cycle
+    through the other candidates. Raises ValueError when the code has no place for a bug.
+    """
+    candidates = plausible_bugs(code)
+    if not candidates:
+        raise ValueError("no plausible place for a bug in this code")
+    return candidates[seed % len(candidates)]
+
+
+def _annotation_ids(tree: ast.AST) -> set[int]:
+    """Ids of every node inside a type annotation: a bug there would change nothing at run time."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        roots: list[ast.AST | None] = []
+        if isinstance(node, ast.arg | ast.AnnAssign):
+            roots.append(node.annotation)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            roots.append(node.returns)
+        for root in roots:
+            if root is not None:
+                ids.update(id(sub) for sub in ast.walk(root))
+    return ids
+
+
+def _walk(node: ast.AST, path: Path) -> Iterator[tuple[ast.AST, Path]]:
+    """Every node with its path of (field, index) steps from the root, in source order."""
+    yield node, path
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, ast.AST):
+                    yield from _walk(item, (*path, (field, index)))
+        elif isinstance(value, ast.AST):
+            yield from _walk(value, (*path, (field, None)))
+
+
+def _one(value: int) -> ast.Constant:
+    return ast.Constant(value=value)
+
+
+def _shifted(bound: ast.expr, down: bool) -> ast.expr:
+    """A bound moved by one as people get it wrong: `n + 1` loses its `+ 1`, `n` gains `- 1`."""
+    if (
+        isinstance(bound, ast.BinOp)
+        and isinstance(bound.right, ast.Constant)
+        and bound.right.value == 1
+        and isinstance(bound.op, ast.Add | ast.Sub)
+    ):
+        return copy.deepcopy(bound.left)
+    if isinstance(bound, ast.Constant) and type(bound.value) is int:
+        return _one(bound.value - 1 if down else bound.value + 1)
+    op: ast.operator = ast.Sub() if down else ast.Add()
+    return ast.BinOp(left=copy.deepcopy(bound), op=op, right=_one(1))
+
+
+def _is_guard(stmt: ast.stmt) -> bool:
+    """An early exit for an edge case: `if <cond>: return/raise/continue/break`, no else."""
+    return (
+        isinstance(stmt, ast.If)
+        and not stmt.orelse
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], ast.Return | ast.Raise | ast.Continue | ast.Break)
+    )
+
+
+def _sites(tree: ast.AST, lines: list[str]) -> Iterator[_Site]:
+    skip = _annotation_ids(tree)
+    for node, path in _walk(tree, ()):
+        if id(node) in skip:
+            continue
+        yield from _expression_sites(node, path, lines)
+        for field, value in ast.iter_fields(node):
+            if field in ("body", "orelse", "finalbody") and isinstance(value, list):
+                yield from _guard_sites(value, (*path,), field, lines)
+
+
+def _span(node: ast.AST, lines: list[str]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The node's text span as 0-based (line, character) pairs; ast gives UTF-8 byte offsets."""
+    lineno = getattr(node, "lineno", None)
+    end_lineno = getattr(node, "end_lineno", None)
+    col = getattr(node, "col_offset", None)
+    end_col = getattr(node, "end_col_offset", None)
+    if lineno is None or end_lineno is None or col is None or end_col is None:
+        return None
+
+    def chars(line: int, byte_col: int) -> int:
+        return len(lines[line].encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    return (lineno - 1, chars(lineno - 1, col)), (end_lineno - 1, chars(end_lineno - 1, end_col))
+
+
+def _replace(rank: int, path: Path, old: ast.AST, new: ast.expr, lines: list[str]) -> list[_Site]:
+    span = _span(old, lines)
+    if span is None:
+        return []
+    return [_Site(rank, path, new, span[0], span[1], ast.unparse(new))]
+
+
+def _expression_sites(node: ast.AST, path: Path, lines: list[str]) -> Iterator[_Site]:
+    if isinstance(node, ast.Compare):
+        for index, op in enumerate(node.ops):
+            twin = _BOUNDARY.get(type(op))
+            if twin is not None:
+                new = copy.deepcopy(node)
+                new.ops[index] = twin()
+                yield from _replace(_COMPARE, path, node, new, lines)
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and 1 <= len(node.args) <= 3
+        and not node.keywords
+    ):
+        stop_index = 0 if len(node.args) == 1 else 1
+        stop = node.args[stop_index]
+        yield from _replace(
+            _BOUND, (*path, ("args", stop_index)), stop, _shifted(stop, down=True), lines
+        )
+        if len(node.args) >= 2:
+            start = node.args[0]
+            yield from _replace(_BOUND, (*path, ("args", 0)), start, _shifted(start, True), lines)
+    elif isinstance(node, ast.Slice):
+        for field in ("lower", "upper"):
+            bound = getattr(node, field)
+            if bound is not None:
+                moved = _shifted(bound, down=field == "upper")
+                yield from _replace(_BOUND, (*path, (field, None)), bound, moved, lines)
+    elif isinstance(node, ast.BoolOp):
+        new_bool = copy.deepcopy(node)
+        new_bool.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        yield from _replace(_BOOLOP, path, node, new_bool, lines)
+    elif (
+        isinstance(node, ast.Return)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, bool)
+    ):
+        flipped = ast.Constant(value=not node.value.value)
+        yield from _replace(_RETURN, (*path, ("value", None)), node.value, flipped, lines)
+    elif isinstance(node, ast.Constant) and type(node.value) is int and 0 <= node.value <= 100:
+        new_const = _one(1 if node.value == 0 else node.value - 1)
+        yield from _replace(_CONSTANT, path, node, new_const, lines)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        new_arith = copy.deepcopy(node)
+        new_arith.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+        yield from _replace(_ARITH, path, node, new_arith, lines)
+
+
+def _guard_sites(body: list[ast.stmt], path: Path, field: str, lines: list[str]) -> Iterator[_Site]:
+    """Dropping an edge-case guard, together with the comment lines that introduce it."""
+    if len(body) < 2:
+        return
+    for index, stmt in enumerate(body):
+        if not _is_guard(stmt):
+            continue
+        span = _span(stmt, lines)
+        if span is None:
+            continue
+        (first, col), (last, end_col) = span
+        if lines[first][:col].strip() or lines[last][end_col:].strip():
+            continue  # shares its line with other code; leave it
+        indent = lines[first][:col]
+        while first > 0 and lines[first - 1].startswith(indent + "#"):
+            first -= 1
+        yield _Site(_GUARD, (*path, (field, index)), None, (first, 0), (last + 1, 0), "")
+
+
+def _apply(tree: ast.AST, lines: list[str], site: _Site) -> str | None:
+    """Splice the site's text into the source; None when the result is not the intended tree."""
+    expected = _expected_tree(tree, site)
+    (first, col), (last, end_col) = site.start, site.end
+    head = "".join(lines[:first]) + (lines[first][:col] if first < len(lines) else "")
+    tail = (lines[last][end_col:] if last < len(lines) else "") + "".join(lines[last + 1 :])
+    for text in (site.text, f"({site.text})"):
+        mutant = head + text + tail
+        try:
+            if ast.dump(ast.parse(mutant)) == expected:
+                return mutant
+        except SyntaxError:
+            pass
+        if site.new is None:
+            break
+    return None
+
+
+def _expected_tree(tree: ast.AST, site: _Site) -> str:
+    """The dump the spliced text must parse to: the tree with only this site changed."""
+    mutated = copy.deepcopy(tree)
+    parent: ast.AST = mutated
+    for field, index in site.path[:-1]:
+        child = getattr(parent, field)
+        parent = child[index] if index is not None else child
+    field, index = site.path[-1]
+    if site.new is None:
+        assert index is not None
+        del getattr(parent, field)[index]
+    elif index is None:
+        setattr(parent, field, site.new)
+    else:
+        getattr(parent, field)[index] = site.new
+    return ast.dump(mutated)
