@@ -1,0 +1,58 @@
+"""The statistics engine: pure functions, numpy arrays in, arrays or frozen dataclasses out.
+
+Input representation. A run's outcomes are `Comparisons` (build with `comparisons(...)`):
+parallel arrays with one entry per (task, model pair) outcome, the judge's combined verdict
+over both orders:
+
+    task   int   (C,)  task index, 0..n_tasks-1
+    i, j   int   (C,)  model indices, 0..n_models-1, i != j (either order)
+    score  float (C,)  1 = i won, 0.5 = tie (a flipped pair counts as a tie), 0 = j won
+
+Order-level diagnostics (flip rate, positional split) take `Verdicts` from
+`konkord.stats.diagnostics`: one entry per (task, pair, order) call.
+
+Modules:
+    bt           Bradley-Terry fit (batched Newton), per-model figures
+    resample     task / judgment bootstrap, percentile and BCa intervals
+    ranking      pairwise difference intervals, rank groups, supported claims
+    diagnostics  flips, position, cycles, connectivity, consistency
+    simfield     simulated fields with known strengths (tests, benchmarks, `simulate`)
+"""
+
+from .bt import (
+    BTFit,
+    Comparisons,
+    NewtonResult,
+    comparisons,
+    expected_win_rate,
+    fit_bt,
+    fit_bt_wins,
+    newton_bt,
+    raw_win_rate,
+    task_win_matrices,
+    win_matrix,
+    win_probability,
+)
+from .resample import Bootstrap, Interval, bootstrap, bootstrap_interval
+from .simfield import SimulatedField, simulate_field
+
+__all__ = [
+    "BTFit",
+    "Bootstrap",
+    "Comparisons",
+    "Interval",
+    "NewtonResult",
+    "SimulatedField",
+    "bootstrap",
+    "bootstrap_interval",
+    "comparisons",
+    "expected_win_rate",
+    "fit_bt",
+    "fit_bt_wins",
+    "newton_bt",
+    "raw_win_rate",
+    "simulate_field",
+    "task_win_matrices",
+    "win_matrix",
+    "win_probability",
+]

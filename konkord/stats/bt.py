@@ -1,0 +1,289 @@
+"""Bradley-Terry on pair outcomes, fitted by a batched Newton method.
+
+One fit and a thousand bootstrap fits run through the same code (`newton_bt`), so the
+intervals come from exactly the estimator that gives the point estimate.
+
+The model: P(a beats b) = sigmoid(beta_a - beta_b). A tie is half a win to each side, so the
+data of a fit is one matrix `wins[a, b]` = total score of a against b; the comparison counts
+are `wins + wins.T`. The prior is `prior` virtual wins and as many virtual losses of every
+model against a virtual opponent of average strength (mean log-strength); it keeps a model that
+wins or loses everything finite and pulls nothing else much. Log-strengths are reported with
+mean 0, so ratings exp(beta) have geometric mean 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray: TypeAlias = npt.NDArray[np.float64]
+IntArray: TypeAlias = npt.NDArray[np.int64]
+BoolArray: TypeAlias = npt.NDArray[np.bool_]
+# Shapes, by name: M models, T tasks, B resamples (a batch of fits), C comparisons.
+ModelVector: TypeAlias = FloatArray  # (M,)
+PairMatrix: TypeAlias = FloatArray  # (M, M), [a, b] = score of a against b
+BatchModelVector: TypeAlias = FloatArray  # (B, M)
+BatchPairMatrix: TypeAlias = FloatArray  # (B, M, M)
+TaskPairMatrix: TypeAlias = FloatArray  # (T, M, M)
+
+DEFAULT_PRIOR = 0.5
+DEFAULT_TOL = 1e-9
+DEFAULT_MAX_ITER = 100
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """Pair outcomes: parallel arrays, one entry per (task, model pair) outcome.
+
+    `score` is 1 when model `i` won, 0.5 for a tie (a flipped pair counts as one), 0 when
+    model `j` won. Build with `comparisons(...)`, which checks shapes and ranges.
+    """
+
+    task: IntArray  # (C,)
+    i: IntArray  # (C,)
+    j: IntArray  # (C,)
+    score: FloatArray  # (C,)
+    n_models: int
+    n_tasks: int
+
+    def __len__(self) -> int:
+        return int(self.score.shape[0])
+
+
+def comparisons(
+    task: npt.ArrayLike,
+    i: npt.ArrayLike,
+    j: npt.ArrayLike,
+    score: npt.ArrayLike,
+    n_models: int,
+    n_tasks: int,
+) -> Comparisons:
+    """Validate and pack pair outcomes; raises ValueError naming the first bad entry."""
+    t = np.asarray(task, dtype=np.int64).reshape(-1)
+    a = np.asarray(i, dtype=np.int64).reshape(-1)
+    b = np.asarray(j, dtype=np.int64).reshape(-1)
+    s = np.asarray(score, dtype=np.float64).reshape(-1)
+    if not (t.shape == a.shape == b.shape == s.shape):
+        raise ValueError(
+            f"task, i, j and score must have one length; got {t.size}, {a.size}, {b.size}, {s.size}"
+        )
+    for name, arr, bound in (("task", t, n_tasks), ("i", a, n_models), ("j", b, n_models)):
+        bad = np.flatnonzero((arr < 0) | (arr >= bound))
+        if bad.size:
+            raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is outside 0..{bound - 1}")
+    same = np.flatnonzero(a == b)
+    if same.size:
+        raise ValueError(f"comparison {same[0]} pits model {a[same[0]]} against itself")
+    bad = np.flatnonzero(~((s >= 0.0) & (s <= 1.0)))
+    if bad.size:
+        raise ValueError(f"score[{bad[0]}] = {s[bad[0]]} is outside 0..1")
+    return Comparisons(t, a, b, s, int(n_models), int(n_tasks))
+
+
+def task_win_matrices(comp: Comparisons) -> TaskPairMatrix:
+    """Per-task score matrices, [t, a, b] = score of a against b on task t (aggregated once)."""
+    m, n_t = comp.n_models, comp.n_tasks
+    size = n_t * m * m
+    forward = (comp.task * m + comp.i) * m + comp.j
+    backward = (comp.task * m + comp.j) * m + comp.i
+    flat = np.bincount(forward, weights=comp.score, minlength=size)
+    flat += np.bincount(backward, weights=1.0 - comp.score, minlength=size)
+    out: TaskPairMatrix = flat.astype(np.float64).reshape(n_t, m, m)
+    return out
+
+
+def win_matrix(comp: Comparisons) -> PairMatrix:
+    """The score matrix of the whole run, [a, b] = score of a against b."""
+    m = comp.n_models
+    flat = np.bincount(comp.i * m + comp.j, weights=comp.score, minlength=m * m)
+    flat += np.bincount(comp.j * m + comp.i, weights=1.0 - comp.score, minlength=m * m)
+    out: PairMatrix = flat.astype(np.float64).reshape(m, m)
+    return out
+
+
+def win_probability(beta: FloatArray) -> FloatArray:
+    """Fitted P(a beats b) for log-strengths of shape (..., M); returns (..., M, M)."""
+    diff = beta[..., :, None] - beta[..., None, :]
+    return _sigmoid(diff)
+
+
+def expected_win_rate(beta: FloatArray) -> FloatArray:
+    """Mean over the other models of the fitted win probability; shape (..., M)."""
+    m = beta.shape[-1]
+    if m < 2:
+        return np.full(beta.shape, np.nan)
+    prob = win_probability(beta)
+    out: FloatArray = (prob.sum(axis=-1) - 0.5) / (m - 1)
+    return out
+
+
+def raw_win_rate(wins: FloatArray) -> FloatArray:
+    """(wins + ties/2) / comparisons from score matrices (..., M, M); NaN with no comparisons."""
+    total = wins.sum(axis=-1)
+    count = (wins + np.swapaxes(wins, -1, -2)).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: FloatArray = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
+    return out
+
+
+def _sigmoid(x: FloatArray) -> FloatArray:
+    out: FloatArray = 0.5 * (1.0 + np.tanh(0.5 * x))
+    return out
+
+
+def _log_sigmoid(x: FloatArray) -> FloatArray:
+    out: FloatArray = -np.logaddexp(0.0, -x)
+    return out
+
+
+def _objective(wins: BatchPairMatrix, beta: BatchModelVector, prior: float) -> FloatArray:
+    """Penalised log-likelihood per fit; the last term pins mean(beta) to 0."""
+    diff = beta[:, :, None] - beta[:, None, :]
+    value = np.einsum("bij,bij->b", wins, _log_sigmoid(diff))
+    u = beta - beta.mean(axis=1, keepdims=True)
+    if prior > 0.0:
+        value = value + prior * (_log_sigmoid(u) + _log_sigmoid(-u)).sum(axis=1)
+    total = beta.sum(axis=1)
+    result: FloatArray = value - 0.5 * total * total
+    return result
+
+
+def _gradient_hessian(
+    wins: BatchPairMatrix, beta: BatchModelVector, prior: float
+) -> tuple[BatchModelVector, BatchPairMatrix]:
+    counts = wins + np.swapaxes(wins, 1, 2)
+    prob = win_probability(beta)
+    grad = (wins - counts * prob).sum(axis=2)
+    weight = counts * prob * (1.0 - prob)
+    hess = weight.copy()
+    m = beta.shape[1]
+    diag = np.arange(m)
+    hess[:, diag, diag] -= weight.sum(axis=2)
+    if prior > 0.0:
+        # Prior against the average opponent: terms in u = beta - mean(beta), so the gradient
+        # and curvature are projected by P = I - 11'/M.
+        u = beta - beta.mean(axis=1, keepdims=True)
+        su = _sigmoid(u)
+        r = prior * (1.0 - 2.0 * su)
+        grad += r - r.mean(axis=1, keepdims=True)
+        d = -2.0 * prior * su * (1.0 - su)
+        hess[:, diag, diag] += d
+        hess -= (d[:, :, None] + d[:, None, :]) / m
+        hess += (d.sum(axis=1) / (m * m))[:, None, None]
+    total = beta.sum(axis=1, keepdims=True)
+    grad -= total
+    hess -= 1.0
+    return grad, hess
+
+
+@dataclass(frozen=True)
+class NewtonResult:
+    """A batch of fits: log-strengths (B, M) with mean 0, and how each fit ended."""
+
+    beta: BatchModelVector
+    iterations: IntArray  # (B,)
+    gradient_norm: FloatArray  # (B,)
+    converged: BoolArray  # (B,)
+
+
+def newton_bt(
+    wins: BatchPairMatrix,
+    prior: float = DEFAULT_PRIOR,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+    init: FloatArray | None = None,
+) -> NewtonResult:
+    """Fit B Bradley-Terry models at once by Newton's method with step halving.
+
+    `wins` is (B, M, M); `init` (M,) or (B, M) starts every fit (the point estimate is a good
+    start for bootstrap fits). Each fit stops when its gradient norm is below `tol`.
+    """
+    if prior < 0.0:
+        raise ValueError(f"prior must be >= 0, got {prior}")
+    wins = np.asarray(wins, dtype=np.float64)
+    n_fits, m, _ = wins.shape
+    beta = np.zeros((n_fits, m))
+    if init is not None:
+        beta[:] = init
+        beta -= beta.mean(axis=1, keepdims=True)
+    iterations = np.zeros(n_fits, dtype=np.int64)
+    grad_norm = np.full(n_fits, np.inf)
+    active = np.arange(n_fits)
+    for _ in range(max_iter + 1):
+        w, b = wins[active], beta[active]
+        grad, hess = _gradient_hessian(w, b, prior)
+        norm = np.sqrt((grad * grad).sum(axis=1))
+        grad_norm[active] = norm
+        still = norm >= tol
+        active, w, b, grad, hess = active[still], w[still], b[still], grad[still], hess[still]
+        if active.size == 0:
+            break
+        if iterations[active[0]] >= max_iter:
+            break
+        step = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        base = _objective(w, b, prior)
+        scale = np.ones(active.size)
+        candidate = b + step
+        for _halving in range(40):
+            value = _objective(w, candidate, prior)
+            worse = ~(value >= base - 1e-12 * np.abs(base))
+            if not worse.any():
+                break
+            scale[worse] *= 0.5
+            candidate[worse] = b[worse] + scale[worse, None] * step[worse]
+        candidate -= candidate.mean(axis=1, keepdims=True)
+        beta[active] = candidate
+        iterations[active] += 1
+    return NewtonResult(beta, iterations, grad_norm, grad_norm < tol)
+
+
+@dataclass(frozen=True)
+class BTFit:
+    """One Bradley-Terry fit, every per-model figure indexed by model."""
+
+    log_strength: ModelVector  # mean 0
+    rating: ModelVector  # exp(log_strength), geometric mean 1
+    expected_win_rate: ModelVector  # mean fitted P(win) against each other model
+    raw_win_rate: ModelVector  # (wins + ties/2) / comparisons; NaN with none
+    comparisons: IntArray  # comparisons each model took part in
+    iterations: int
+    gradient_norm: float
+    converged: bool
+    prior: float
+
+
+def fit_bt_wins(
+    wins: PairMatrix,
+    prior: float = DEFAULT_PRIOR,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> BTFit:
+    """Fit one score matrix ([a, b] = score of a against b)."""
+    wins = np.asarray(wins, dtype=np.float64)
+    res = newton_bt(wins[None], prior=prior, tol=tol, max_iter=max_iter)
+    beta = res.beta[0]
+    counts = (wins + wins.T).sum(axis=1)
+    return BTFit(
+        log_strength=beta,
+        rating=np.exp(beta),
+        expected_win_rate=expected_win_rate(beta),
+        raw_win_rate=raw_win_rate(wins),
+        comparisons=np.rint(counts).astype(np.int64),
+        iterations=int(res.iterations[0]),
+        gradient_norm=float(res.gradient_norm[0]),
+        converged=bool(res.converged[0]),
+        prior=prior,
+    )
+
+
+def fit_bt(
+    comp: Comparisons,
+    prior: float = DEFAULT_PRIOR,
+    tol: float = DEFAULT_TOL,
+    max_iter: int = DEFAULT_MAX_ITER,
+) -> BTFit:
+    """Fit Bradley-Terry to pair outcomes (ties half a win, weak prior unless `prior=0`)."""
+    return fit_bt_wins(win_matrix(comp), prior=prior, tol=tol, max_iter=max_iter)
