@@ -19,6 +19,7 @@ from konkord.errors import KonkordError
 COMMANDS: dict[str, str] = {
     "validate": "konkord.commands.validate:validate",
     "run": "konkord.commands.run:run",
+    "judge": "konkord.commands.judge:judge",
 }
 
 

@@ -1,0 +1,93 @@
+"""`konkord judge`: compare every pair of answers blind, in both orders, with one or more judges."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+
+@click.command()
+@click.option(
+    "--run", "run_name", required=True, help="Run name (in runs.json, or started by `konkord run`)."
+)
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    help="Judge model (litellm name); repeat for a panel. Default: the run's judges in runs.json.",
+)
+@click.option("--concurrency", default=8, show_default=True, help="Parallel judge calls.")
+@click.option(
+    "--max-tokens",
+    default=8192,
+    show_default=True,
+    help="Output token cap per judge call (a reasoning judge on a tight cap spends it thinking).",
+)
+@click.option(
+    "--api-base", help="Base URL of an OpenAI-compatible server for the judge [default: the run's]."
+)
+def judge(
+    run_name: str,
+    judges: tuple[str, ...],
+    concurrency: int,
+    max_tokens: int,
+    api_base: str | None,
+) -> None:
+    """Judge every pair of answers of a run, blind and in both orders.
+
+    The judge sees the rubric, the task and "Answer 1" / "Answer 2", never a
+    model name. Each pair is asked twice, once per order; orders that disagree
+    count as a tie marked flipped. A judge from the same provider family as any
+    ranked model is refused. Resumable: a rerun judges only what is missing,
+    failed or stale. Credentials come from the environment or a .env file.
+    """
+    from konkord.errors import KonkordError
+    from konkord.progress import progress_bar
+    from konkord.runspec import resolve_run
+    from konkord.stages.judge import judge_run, planned_calls, summary_lines
+
+    if max_tokens <= 0:
+        raise KonkordError("--max-tokens must be a positive number of tokens")
+    spec = resolve_run(run_name)
+    chosen = judges or spec.judges
+    click.echo(
+        f"judge {spec.name}: {len(spec.suite.tasks)} tasks x {len(spec.models)} models, "
+        f"both orders, judges: {', '.join(chosen) or 'none'}",
+        err=True,
+    )
+    total = planned_calls(spec, chosen)
+    with progress_bar("verdicts", total) as advance:
+        moved = [0]
+
+        def on_progress(done: int, _total: int) -> None:
+            advance(done - moved[0])
+            moved[0] = done
+
+        summary = asyncio.run(
+            judge_run(
+                spec,
+                chosen,
+                None,
+                concurrency=concurrency,
+                max_tokens=max_tokens,
+                on_progress=on_progress,
+                api_base=api_base,
+            )
+        )
+    for note in summary.notes:
+        click.echo(f"note: {note}", err=True)
+    if summary.skipped_pairs:
+        click.echo(
+            f"{summary.skipped_pairs} task pairs not judged: an answer is missing or failed "
+            f"(run `konkord run --run {spec.name}` first)",
+            err=True,
+        )
+    for line in summary_lines(summary):
+        click.echo(line)
+    for tally in summary.tallies.values():
+        for line in tally.failures[:10]:
+            click.secho(f"  failed: {line}", fg="red", err=True)
+    if summary.failed:
+        click.echo("rerun the same command to retry the failures", err=True)
+        raise SystemExit(1)
