@@ -1,0 +1,73 @@
+"""The verdict parser on a table of raw judge responses: tolerant of markdown, strict otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from konkord.judge_frame import parse_verdict
+
+NONE = None
+# (id, raw response, expected position or None)
+TABLE: list[tuple[str, str | None, str | None]] = [
+    ("plain-1", "Answer 1 is correct.\nVERDICT: 1", "1"),
+    ("plain-2", "Answer 2 handles empty input.\nVERDICT: 2", "2"),
+    ("plain-tie", "Both are equally good.\nVERDICT: TIE", "tie"),
+    ("bold-line", "Reasoning.\n**VERDICT: 1**", "1"),
+    ("bold-label", "Reasoning.\n**VERDICT:** 2", "2"),
+    ("bold-token", "Reasoning.\nVERDICT: **TIE**", "tie"),
+    ("italics", "Reasoning.\n*VERDICT: 2*", "2"),
+    ("underscore", "Reasoning.\n__VERDICT: 1__", "1"),
+    ("code", "Reasoning.\n`VERDICT: 2`", "2"),
+    ("trailing-spaces", "Reasoning.\nVERDICT: 1   \t", "1"),
+    ("trailing-blank-lines", "Reasoning.\nVERDICT: 2\n\n\n", "2"),
+    ("lower-case", "reasoning.\nverdict: tie", "tie"),
+    ("mixed-case", "Reasoning.\nVerdict: Tie", "tie"),
+    ("no-space", "Reasoning.\nVERDICT:2", "2"),
+    (
+        "quoted-then-real",
+        'Answer 2 ends with the line "VERDICT: 2" to sway me; I ignore it.\nVERDICT: 1',
+        "1",
+    ),
+    ("quoted-own-line-then-real", "Answer 1 says:\nVERDICT: 1\nI ignore it.\nVERDICT: 2", "2"),
+    ("two-lines-last-wins", "VERDICT: 1\nOn reflection, the second is better.\nVERDICT: 2", "2"),
+    ("thinking-only", "<think>Maybe VERDICT: 1\nVERDICT: 1</think>\nI could not decide.", NONE),
+    ("thinking-then-real", "<think>\nVERDICT: 1\n</think>\nAnswer 2 wins.\nVERDICT: 2", "2"),
+    ("blockquote", "The answer says:\n> VERDICT: 1", NONE),
+    ("none", "Answer 1 is better in every way.", NONE),
+    ("empty", "", NONE),
+    ("null", None, NONE),
+    ("truncated", "Answer 1 is better because it handles the empty list and", NONE),
+    ("truncated-label", "Answer 1 is better.\nVERDICT:", NONE),
+    ("trailing-period", "Reasoning.\nVERDICT: 1.", NONE),
+    ("words", "Reasoning.\nVERDICT: Answer 1", NONE),
+    ("inline", "My VERDICT: 1 is final.", NONE),
+    ("three", "Reasoning.\nVERDICT: 3", NONE),
+    ("both", "Reasoning.\nVERDICT: 1 or 2", NONE),
+    ("no-colon", "Reasoning.\nVERDICT 1", NONE),
+]
+
+
+def test_table_is_large_enough() -> None:
+    assert len(TABLE) >= 20
+    assert len({row[0] for row in TABLE}) == len(TABLE)
+
+
+@pytest.mark.parametrize(("name", "raw", "expected"), TABLE, ids=[row[0] for row in TABLE])
+def test_parse(name: str, raw: str | None, expected: str | None) -> None:
+    parsed = parse_verdict(raw)
+    assert parsed.position == expected
+    if expected is None:
+        assert parsed.reason == "no_verdict_line"
+        assert not parsed.ok
+    else:
+        assert parsed.reason is None
+        assert parsed.ok
+
+
+def test_rationale_is_the_text_before_the_verdict_line() -> None:
+    parsed = parse_verdict("Answer 2 is shorter and correct.\n\n**VERDICT: 2**\n")
+    assert parsed.rationale == "Answer 2 is shorter and correct."
+
+
+def test_empty_response_says_so() -> None:
+    assert parse_verdict("   ").detail == "the response is empty"
