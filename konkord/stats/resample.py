@@ -71,6 +71,7 @@ class Bootstrap:
     level: float
     seed: int
     n_units: int  # tasks (task mode) or judgments resampled
+    n_tasks: int
     point: BTFit
     log_strength: BatchModelVector
     rating: BatchModelVector
@@ -265,6 +266,7 @@ def bootstrap(
         level=level,
         seed=seed,
         n_units=n_units,
+        n_tasks=comp.n_tasks,
         point=point,
         log_strength=beta,
         rating=np.exp(beta),
