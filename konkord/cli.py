@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "validate": "konkord.commands.validate:validate",
     "run": "konkord.commands.run:run",
     "judge": "konkord.commands.judge:judge",
+    "label": "konkord.commands.label:label",
 }
 
 
