@@ -1,0 +1,92 @@
+"""`konkord label`: start the local blind labelling app (Streamlit, the `label` extra)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--run", "run_name", required=True, help="Run whose comparisons to label.")
+@click.option(
+    "--n",
+    type=click.IntRange(min=0),
+    help="How many labels you give in all [default: the run's label plan, 100].",
+)
+@click.option(
+    "--seed",
+    type=int,
+    help="Seed of the labelling order and of which answer is shown first "
+    "[default: the run's label plan, 0]. The same seed resumes the same queue.",
+)
+@click.option("--labeller", help="Your name in the labels [default: your login name].")
+@click.option(
+    "--overlap",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="Share of your queue drawn from items other people labelled "
+    "(for human-vs-human agreement).",
+)
+@click.option("--port", type=int, default=8501, show_default=True, help="Local port of the app.")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
+def label(
+    run_name: str,
+    n: int | None,
+    seed: int | None,
+    labeller: str | None,
+    overlap: float,
+    port: int,
+    no_browser: bool,
+) -> None:
+    """Label comparisons blind in a local web app: two answers, no model names.
+
+    Keys: 1 = Answer 1 better, 2 = Answer 2 better, 3 or t = about equal,
+    s = skip, u = undo. Every label is saved to runs/<run>/labels.jsonl the
+    moment you give it; stop at any time and run the same command to resume.
+    """
+    import getpass
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from konkord.errors import KonkordError
+    from konkord.evidence import EvidenceLog
+    from konkord.label.sample import pool_for_run
+    from konkord.runspec import resolve_run
+
+    if importlib.util.find_spec("streamlit") is None:
+        raise KonkordError(
+            "the labelling app needs streamlit: install the label extra: "
+            "pip install 'konkord[label]'"
+        )
+    spec = resolve_run(run_name)
+    pool = pool_for_run(spec, EvidenceLog(spec.run_dir))
+    if not pool:
+        raise KonkordError(
+            f"run {spec.name} has nothing to label: no task has good answers from two models "
+            f"(run `konkord run --run {spec.name}` first)"
+        )
+    who = labeller or getpass.getuser()
+    app = Path(__file__).resolve().parent.parent / "label" / "app.py"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app),
+        "--server.port", str(port),
+        "--server.headless", "true" if no_browser else "false",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+        "--",
+        "--run", spec.name,
+        "--labeller", who,
+        "--overlap", str(overlap),
+    ]  # fmt: skip
+    if n is not None:
+        command += ["--n", str(n)]
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    click.echo(
+        f"labelling run {spec.name} as {who}: {len(pool)} comparisons in the pool; "
+        f"open http://localhost:{port} (Ctrl-C to stop; every label is already saved)",
+        err=True,
+    )
+    sys.exit(subprocess.call(command))
