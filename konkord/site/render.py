@@ -1,0 +1,509 @@
+"""From results files to pages: every page's context is built first, then templates render it.
+
+Templates format; they compute nothing the results file does not hold. Page paths are
+directory-style (`<run>/tasks/<task>/index.html`) and every link inside a page is relative
+to that page (`root`), so the site works from any static host and from a local server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.meta
+from markupsafe import Markup
+
+from konkord import __version__
+from konkord.results import (
+    Calibration,
+    Interval,
+    JudgeBlock,
+    Kappa,
+    Proportion,
+    Results,
+)
+from konkord.site.markdown import render_markdown
+from konkord.site.svg import ForestRow, forest_plot, heatmap
+
+# The policy every page carries as a meta tag (and _headers sends as a header): nothing runs,
+# nothing loads from elsewhere. Serve mode swaps `script-src 'none'` for its reload script.
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'none'; "
+    "base-uri 'none'; form-action 'none'"
+)
+RESERVED_NAMES = frozenset({"static", "results", "about", "404"})
+METHODOLOGY_CONTENT = "methodology.md"
+
+
+@dataclass(frozen=True)
+class ContentFile:
+    """A Markdown page from content/: trusted prose, still rendered through the sanitiser."""
+
+    name: str
+    text: str
+    sha: str
+
+    @property
+    def slug(self) -> str:
+        return self.name.removesuffix(".md")
+
+    @property
+    def title(self) -> str:
+        for line in self.text.splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
+        return self.slug.replace("-", " ").capitalize()
+
+
+@dataclass(frozen=True)
+class PagePlan:
+    """One page to write: where, with which template, from which context and content files."""
+
+    path: str
+    template: str
+    context: Mapping[str, Any]
+    content: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the runs index and site-wide pages need of a run, cached so unchanged runs are not
+    parsed again."""
+
+    run: str
+    suite: str
+    suite_path: str
+    models: list[str]
+    judges: list[str]
+    date: str | None
+    konkord_version: str
+    simulated: bool
+    schema_version: int
+    tasks: int
+    calibrated: list[bool] = field(default_factory=list)
+    leader: str | None = None
+
+    @classmethod
+    def of(cls, results: Results) -> RunSummary:
+        first = results.judge_blocks[0] if results.judge_blocks else None
+        leaders = [r.model for r in first.ratings if r.rank == 1] if first else []
+        return cls(
+            run=results.run,
+            suite=results.suite.name,
+            suite_path=results.suite.path,
+            models=list(results.models),
+            judges=list(results.judges),
+            date=results.evidence_date,
+            konkord_version=results.konkord_version,
+            simulated=results.simulated,
+            schema_version=results.schema_version,
+            tasks=results.suite.task_count,
+            calibrated=[b.calibration.status == "calibrated" for b in results.judge_blocks],
+            leader=", ".join(leaders) or None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunSummary:
+        return cls(**data)
+
+
+def sha256(data: bytes | str) -> str:
+    """Hex digest, the one hash used for every input and output."""
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def load_content(content_dir: Path) -> dict[str, ContentFile]:
+    """Every content/*.md, by file name, in a stable order."""
+    files: dict[str, ContentFile] = {}
+    if content_dir.is_dir():
+        for path in sorted(content_dir.glob("*.md")):
+            text = path.read_text(encoding="utf-8")
+            files[path.name] = ContentFile(path.name, text, sha256(text))
+    return files
+
+
+# -- formatting filters: presentation only ------------------------------------------------------
+
+
+def fmt_pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def fmt_interval(value: Interval | None, percent: bool = True) -> str:
+    if value is None or value.estimate is None:
+        return "undefined"
+
+    def one(x: float | None) -> str:
+        if x is None:
+            return "?"
+        return fmt_pct(x) if percent else f"{x:.2f}"
+
+    if value.low is None or value.high is None:
+        return one(value.estimate)
+    return f"{one(value.estimate)} ({one(value.low)} to {one(value.high)})"
+
+
+def fmt_proportion(value: Proportion | None) -> str:
+    if value is None or value.rate is None or value.n == 0:
+        return "undefined (no items)" if value is None or value.n == 0 else "undefined"
+    span = ""
+    if value.low is not None and value.high is not None:
+        span = f" ({fmt_pct(value.low)} to {fmt_pct(value.high)})"
+    return f"{fmt_pct(value.rate)}{span}, {value.k} of {value.n}"
+
+
+def fmt_kappa(value: Kappa | None) -> str:
+    if value is None or value.value is None:
+        return "undefined"
+    if value.low is None or value.high is None:
+        return f"{value.value:.2f}"
+    return f"{value.value:.2f} ({value.low:.2f} to {value.high:.2f})"
+
+
+def fmt_money(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def fmt_seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} s"
+
+
+def anchor(*parts: str) -> str:
+    """An HTML id from arbitrary names: readable, and unique thanks to a short hash."""
+    joined = "\x00".join(parts)
+    readable = re.sub(r"[^a-z0-9]+", "-", joined.lower()).strip("-")[:40]
+    return f"{readable}-{sha256(joined)[:6]}" if readable else f"x-{sha256(joined)[:6]}"
+
+
+def winner_text(winner: str | None) -> str:
+    if winner is None:
+        return "no verdict"
+    return "tie" if winner == "tie" else winner
+
+
+def make_environment(templates_dir: Path) -> jinja2.Environment:
+    """The Jinja environment: autoescape always on, undefined names are errors, not blanks."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        md=render_markdown,
+        pct=fmt_pct,
+        interval=fmt_interval,
+        proportion=fmt_proportion,
+        kappa=fmt_kappa,
+        money=fmt_money,
+        seconds=fmt_seconds,
+        winner=winner_text,
+    )
+    env.globals.update(anchor=anchor, csp=CSP, site_version=__version__)
+    return env
+
+
+def template_closure(env: jinja2.Environment, name: str) -> list[str]:
+    """A template and every template it extends, includes or imports, sorted."""
+    assert env.loader is not None
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        source, _, _ = env.loader.get_source(env, current)
+        for ref in jinja2.meta.find_referenced_templates(env.parse(source)):
+            if ref is not None:
+                todo.append(ref)
+    return sorted(seen)
+
+
+def template_hash(env: jinja2.Environment, name: str) -> str:
+    """Hash of a template and everything it pulls in: the part of a page's inputs it owns."""
+    assert env.loader is not None
+    digest = hashlib.sha256()
+    for member in template_closure(env, name):
+        source, _, _ = env.loader.get_source(env, member)
+        digest.update(member.encode() + b"\x00" + source.encode() + b"\x00")
+    return digest.hexdigest()
+
+
+# -- contexts -----------------------------------------------------------------------------------
+
+
+def _root(depth: int) -> str:
+    return "../" * depth or "./"
+
+
+def site_nav(content: Mapping[str, ContentFile]) -> list[dict[str, str]]:
+    """Links to the content pages (about...), shown on every page."""
+    return [
+        {"slug": f.slug, "title": f.title}
+        for f in content.values()
+        if f.name != METHODOLOGY_CONTENT
+    ]
+
+
+def run_header(results: Results) -> dict[str, Any]:
+    """What every page of a run names: the run, judge(s), suite, evidence date, versions."""
+    return {
+        "run": results.run,
+        "suite": results.suite,
+        "judges": results.judges,
+        "date": results.evidence_date or "no evidence date",
+        "konkord_version": results.konkord_version,
+        "simulated": results.simulated,
+        "schema_version": results.schema_version,
+    }
+
+
+def judge_sections(results: Results) -> list[dict[str, Any]]:
+    """One entry per judge: its block and the id other pages link to."""
+    return [
+        {"block": block, "id": f"judge-{index + 1}", "number": index + 1}
+        for index, block in enumerate(results.judge_blocks)
+    ]
+
+
+def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
+    costs = {line.who: line for line in results.cost if line.role == "generation"}
+    group_sizes: dict[int, int] = {}
+    for rating in block.ratings:
+        group_sizes[rating.rank_group] = group_sizes.get(rating.rank_group, 0) + 1
+    rows = [
+        {
+            "rating": rating,
+            "tied": group_sizes[rating.rank_group] > 1,
+            "cost": costs.get(rating.model),
+        }
+        for rating in block.ratings
+    ]
+    forest = forest_plot(
+        [
+            ForestRow(
+                r.model,
+                r.win_rate_vs_field.estimate,
+                r.win_rate_vs_field.low,
+                r.win_rate_vs_field.high,
+                r.rank_group,
+            )
+            for r in block.ratings
+        ],
+        f"Expected win rate against the field, 95% intervals, judge {block.judge}",
+    )
+    order = [r.model for r in block.ratings]
+    grid = heatmap(
+        order,
+        block.p_above_matrix,
+        f"P(row model above column model), judge {block.judge}",
+    )
+    judge_cost = [line for line in results.cost if line.role == "judge" and line.who == block.judge]
+    return {
+        "rows": rows,
+        "forest": forest,
+        "heatmap": grid,
+        "order": order,
+        "judge_cost": judge_cost[0] if judge_cost else None,
+    }
+
+
+def leaderboard_context(results: Results) -> dict[str, Any]:
+    sections = judge_sections(results)
+    for section in sections:
+        section.update(_leaderboard_section(results, section["block"]))
+    return {
+        "sections": sections,
+        "pass_rates": results.pass_rates,
+        "cost": results.cost,
+        "results_href": f"results/{results.run}.json",
+    }
+
+
+def methodology_context(results: Results, content: Mapping[str, ContentFile]) -> dict[str, Any]:
+    prose = content.get(METHODOLOGY_CONTENT)
+    return {
+        "sections": judge_sections(results),
+        "prose": render_markdown(prose.text) if prose else None,
+    }
+
+
+def calibration_context(results: Results) -> dict[str, Any]:
+    sections = judge_sections(results)
+    for section in sections:
+        calibration: Calibration = section["block"].calibration
+        section["calibration"] = calibration
+        section["objective"] = sorted((calibration.objective or {}).items())
+    return {"sections": sections}
+
+
+def tasks_index_context(results: Results) -> dict[str, Any]:
+    rows = []
+    for task in results.tasks:
+        flips = sum(1 for c in task.comparisons if c.flipped)
+        labels = sum(len(c.labels) for c in task.comparisons)
+        first_line = task.prompt.strip().splitlines()[0] if task.prompt.strip() else ""
+        rows.append(
+            {
+                "task": task,
+                "summary": first_line[:140] + ("…" if len(first_line) > 140 else ""),
+                "flips": flips,
+                "labels": labels,
+                "comparisons": len(task.comparisons),
+            }
+        )
+    return {"rows": rows}
+
+
+def task_context(results: Results, index: int) -> dict[str, Any]:
+    task = results.tasks[index]
+    judge_ids = {s["block"].judge: s["id"] for s in judge_sections(results)}
+    by_judge: dict[str, list[Any]] = {}
+    for comparison in task.comparisons:
+        by_judge.setdefault(comparison.judge, []).append(comparison)
+    groups = [
+        {"judge": judge, "id": judge_ids.get(judge, anchor("judge", judge)), "comparisons": items}
+        for judge, items in by_judge.items()
+    ]
+    previous_task = results.tasks[index - 1].id if index > 0 else None
+    next_task = results.tasks[index + 1].id if index + 1 < len(results.tasks) else None
+    return {
+        "task": task,
+        "groups": groups,
+        "previous_task": previous_task,
+        "next_task": next_task,
+    }
+
+
+def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> list[PagePlan]:
+    """Every page of one run, contexts complete, nothing rendered yet."""
+    run = results.run
+    header = {**run_header(results), "nav": site_nav(content)}
+
+    def page(
+        path: str, template: str, tab: str, extra: dict[str, Any], used: tuple[str, ...] = ()
+    ) -> PagePlan:
+        depth = path.count("/")
+        context = {
+            **header,
+            **extra,
+            "tab": tab,
+            "root": _root(depth),
+            "run_root": _root(depth - 1),
+        }
+        return PagePlan(path, template, context, used)
+
+    pages = [
+        page(f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results)),
+        page(
+            f"{run}/methodology/index.html",
+            "methodology.html",
+            "methodology",
+            methodology_context(results, content),
+            (METHODOLOGY_CONTENT,),
+        ),
+        page(
+            f"{run}/calibration/index.html",
+            "calibration.html",
+            "calibration",
+            calibration_context(results),
+        ),
+        page(f"{run}/tasks/index.html", "tasks.html", "tasks", tasks_index_context(results)),
+    ]
+    for index, task in enumerate(results.tasks):
+        pages.append(
+            page(
+                f"{run}/tasks/{task.id}/index.html",
+                "task.html",
+                "tasks",
+                task_context(results, index),
+            )
+        )
+    return pages
+
+
+def plan_site_pages(
+    summaries: Sequence[RunSummary], content: Mapping[str, ContentFile]
+) -> list[PagePlan]:
+    """The runs index, the content pages and the 404 page: the pages not owned by one run."""
+    any_simulated = any(s.simulated for s in summaries)
+    base = {"any_simulated": any_simulated, "nav": site_nav(content)}
+    pages = [
+        PagePlan(
+            "index.html",
+            "index.html",
+            {**base, "root": "./", "runs": [s.to_json() for s in summaries]},
+        )
+    ]
+    for item in content.values():
+        if item.name == METHODOLOGY_CONTENT:
+            continue
+        pages.append(
+            PagePlan(
+                f"{item.slug}/index.html",
+                "page.html",
+                {**base, "root": "../", "title": item.title, "body": render_markdown(item.text)},
+                (item.name,),
+            )
+        )
+    # The 404 page is served at any depth, so its links are absolute.
+    pages.append(PagePlan("404.html", "404.html", {**base, "root": "/"}))
+    return pages
+
+
+def render_page(env: jinja2.Environment, plan: PagePlan) -> bytes:
+    """One page's bytes; the same plan always gives the same bytes."""
+    return env.get_template(plan.template).render(**plan.context).encode("utf-8")
+
+
+def context_fingerprint(context: Mapping[str, Any]) -> str:
+    """Hash of a site-wide page's context (plain JSON data), one of its inputs."""
+    return sha256(json.dumps(context, sort_keys=True, default=str))
+
+
+def validate_task_ids(results: Results, source: Path) -> None:
+    """Task ids become directory names: refuse anything that could escape the run's folder."""
+    from konkord.errors import KonkordError
+    from konkord.suite import SLUG
+
+    for task in results.tasks:
+        if not SLUG.match(task.id):
+            raise KonkordError(
+                f'{source}: task id "{task.id}" cannot be a page name (use lower case, digits, '
+                "'-', '_' or '.'); fix the suite and regenerate with `konkord report`"
+            )
+
+
+def names(items: Iterable[str]) -> str:
+    return ", ".join(items) or "none"
+
+
+__all__ = [
+    "CSP",
+    "RESERVED_NAMES",
+    "ContentFile",
+    "Markup",
+    "PagePlan",
+    "RunSummary",
+    "context_fingerprint",
+    "load_content",
+    "make_environment",
+    "plan_run_pages",
+    "plan_site_pages",
+    "render_page",
+    "template_hash",
+]

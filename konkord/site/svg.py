@@ -1,0 +1,159 @@
+"""Inline SVG plots made in Python: no JavaScript, no external files, no plotting library.
+
+The plots read only what the results file holds (intervals, P(row above column)); every label
+is escaped, because model names come from runs.json and are not ours to trust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+ROW_HEIGHT = 26
+LABEL_WIDTH = 210
+PLOT_WIDTH = 380
+MARGIN = 14
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One model's estimate and 95% interval, on a 0..1 scale (None = undefined)."""
+
+    label: str
+    estimate: float | None
+    low: float | None
+    high: float | None
+    group: int
+
+
+def _num(value: float) -> str:
+    """Coordinates rounded to a tenth: small files, and byte-identical output across runs."""
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.0f}%"
+
+
+def _short(label: str, limit: int = 30) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def forest_plot(rows: Sequence[ForestRow], title: str) -> Markup:
+    """Win rate against the field with its interval, one row per model in rank order.
+
+    The dashed line at 50% is the field average: a model whose interval crosses it is not
+    shown to differ from an average opponent.
+    """
+    width = LABEL_WIDTH + PLOT_WIDTH + MARGIN
+    height = MARGIN + ROW_HEIGHT * len(rows) + 30
+
+    def x(value: float) -> float:
+        return LABEL_WIDTH + PLOT_WIDTH * min(max(value, 0.0), 1.0)
+
+    parts = [
+        f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    axis_y = MARGIN + ROW_HEIGHT * len(rows)
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        dash = ' stroke-dasharray="4 3"' if tick == 0.5 else ""
+        parts.append(
+            f'<line x1="{_num(x(tick))}" y1="{MARGIN - 6}" x2="{_num(x(tick))}" '
+            f'y2="{axis_y}" class="grid"{dash}/>'
+        )
+        parts.append(
+            f'<text x="{_num(x(tick))}" y="{axis_y + 18}" text-anchor="middle" '
+            f'class="tick">{tick * 100:.0f}%</text>'
+        )
+    for index, row in enumerate(rows):
+        y = MARGIN + ROW_HEIGHT * index + ROW_HEIGHT / 2
+        band = "band-a" if row.group % 2 else "band-b"
+        parts.append(
+            f'<rect x="0" y="{_num(y - ROW_HEIGHT / 2)}" width="{width}" height="{ROW_HEIGHT}" '
+            f'class="{band}"/>'
+        )
+        summary = f"{row.label}: {_pct(row.estimate)} ({_pct(row.low)} to {_pct(row.high)})"
+        parts.append(f'<g class="row"><title>{escape(summary)}</title>')
+        parts.append(
+            f'<text x="{LABEL_WIDTH - 8}" y="{_num(y + 4)}" text-anchor="end" '
+            f'class="label">{escape(_short(row.label))}</text>'
+        )
+        if row.low is not None and row.high is not None:
+            parts.append(
+                f'<line x1="{_num(x(row.low))}" y1="{_num(y)}" x2="{_num(x(row.high))}" '
+                f'y2="{_num(y)}" class="interval"/>'
+            )
+        if row.estimate is not None:
+            parts.append(
+                f'<circle cx="{_num(x(row.estimate))}" cy="{_num(y)}" r="5" class="point"/>'
+            )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _cell_colour(p: float | None) -> str:
+    """Blue when the row model is above, orange when below, pale near 50%."""
+    if p is None:
+        return "#d9d9d9"
+    p = min(max(p, 0.0), 1.0)
+    if p >= 0.5:
+        t = (p - 0.5) * 2
+        low, high = (247, 247, 247), (33, 102, 172)
+    else:
+        t = (0.5 - p) * 2
+        low, high = (247, 247, 247), (178, 88, 24)
+    rgb = tuple(round(a + (b - a) * t) for a, b in zip(low, high, strict=True))
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+def heatmap(labels: Sequence[str], matrix: Sequence[Sequence[float | None]], title: str) -> Markup:
+    """P(row model above column model) as a grid; columns are numbered to stay readable."""
+    n = len(labels)
+    cell = 44
+    left = LABEL_WIDTH
+    top = 26
+    width = left + cell * n + 4
+    height = top + cell * n + 4
+    parts = [
+        f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for j in range(n):
+        parts.append(
+            f'<text x="{_num(left + cell * j + cell / 2)}" y="{top - 8}" text-anchor="middle" '
+            f'class="tick">{j + 1}</text>'
+        )
+    for i, row_label in enumerate(labels):
+        y = top + cell * i
+        parts.append(
+            f'<text x="{left - 8}" y="{_num(y + cell / 2 + 4)}" text-anchor="end" '
+            f'class="label">{i + 1}. {escape(_short(row_label, 26))}</text>'
+        )
+        for j in range(n):
+            p = matrix[i][j] if i < len(matrix) and j < len(matrix[i]) else None
+            if i == j:
+                p = None
+            colour = _cell_colour(p)
+            text_class = "cell-dark" if p is not None and abs(p - 0.5) > 0.3 else "cell-light"
+            shown = "" if i == j else _pct(p)
+            tip = (
+                f"P({row_label} above {labels[j]}) = {_pct(p)}"
+                if i != j
+                else f"{row_label} (itself)"
+            )
+            parts.append(
+                f"<g><title>{escape(tip)}</title>"
+                f'<rect x="{left + cell * j}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
+                f'fill="{colour}"/>'
+                f'<text x="{_num(left + cell * j + cell / 2 - 1)}" y="{_num(y + cell / 2 + 3)}" '
+                f'text-anchor="middle" class="{text_class}">{shown}</text></g>'
+            )
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -1,0 +1,377 @@
+"""`konkord build`: check runs.json against results/, then render every run into public/.
+
+Like make: a results file whose bytes are unchanged is not even parsed again, a page whose
+inputs are unchanged is not rewritten, and the pages of a run that left runs.json are removed.
+Everything is loaded and checked before anything is written (contexts first, pages second).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from konkord import __version__
+from konkord.errors import KonkordError
+from konkord.results import SCHEMA_VERSION, Results, read_results
+from konkord.runs_config import RunEntry, RunsFile, load_runs
+from konkord.runspec import RunSpec, spec_from_entry
+from konkord.site.incremental import Manifest, OutputWriter, input_hash
+from konkord.site.render import (
+    CSP,
+    RESERVED_NAMES,
+    ContentFile,
+    PagePlan,
+    RunSummary,
+    context_fingerprint,
+    load_content,
+    make_environment,
+    plan_run_pages,
+    plan_site_pages,
+    render_page,
+    sha256,
+    site_nav,
+    template_hash,
+    validate_task_ids,
+)
+
+Progress = Callable[[str], None]
+RESULTS_DIR = Path("results")
+
+HEADERS = f"""/*
+  Content-Security-Policy: {CSP}; frame-ancestors 'none'
+  X-Content-Type-Options: nosniff
+  X-Frame-Options: DENY
+  Referrer-Policy: no-referrer
+  Permissions-Policy: camera=(), microphone=(), geolocation=(), interest-cohort=()
+  Cross-Origin-Opener-Policy: same-origin
+/results/*
+  Access-Control-Allow-Origin: *
+"""
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """What a build did: the runs rendered, files written, kept and removed, and notes."""
+
+    runs: list[str]
+    written: list[str]
+    unchanged: int
+    removed: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"{len(self.runs)} runs, {len(self.written)} files written, "
+            f"{self.unchanged} unchanged, {len(self.removed)} removed"
+        )
+
+
+def ensure_stages(spec: RunSpec, offline: bool) -> list[str]:
+    """Hook for running the missing or stale stages of one run (answers, verdicts, checks,
+    report) before rendering.
+
+    Not wired to the stages yet: for now it only reports, per run, what is missing or looks
+    stale, and never calls a model (so it is already what `--offline` must do).
+    """
+    results = spec.results_path
+    evidence = sorted(spec.run_dir.glob("*.jsonl")) if spec.run_dir.is_dir() else []
+    prefix = (
+        "offline, no model called: " if offline else "not run (stage running is not wired yet): "
+    )
+    if not results.exists():
+        expected = len(spec.suite.tasks) * len(spec.models)
+        present = _answers_present(spec) if evidence else 0
+        pairs = len(spec.models) * (len(spec.models) - 1) // 2
+        verdicts = len(spec.suite.tasks) * pairs * 2 * len(spec.judges)
+        return [
+            f"{prefix}run {spec.name}: {results} is missing; answers {present} of {expected} "
+            f"present, {verdicts} verdicts expected from {len(spec.judges)} judge(s) "
+            f"(run `konkord run`, `konkord judge` and `konkord report --run {spec.name}`)"
+        ]
+    if evidence:
+        newest = max(evidence, key=lambda p: p.stat().st_mtime_ns)
+        if newest.stat().st_mtime_ns > results.stat().st_mtime_ns:
+            return [
+                f"{prefix}run {spec.name}: {results} is older than {newest}; it may be stale "
+                f"(`konkord report --run {spec.name}` refreshes it)"
+            ]
+    return []
+
+
+def _answers_present(spec: RunSpec) -> int:
+    from konkord.evidence import EvidenceLog
+    from konkord.stages.run import current_answers
+
+    log = EvidenceLog(spec.run_dir)
+    return len(current_answers(log, spec.suite, spec.settings))
+
+
+def _same_path(a: str | Path, b: str | Path) -> bool:
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
+def _differences(label: str, listed: list[str], found: list[str]) -> str | None:
+    if sorted(listed) == sorted(found):
+        return None
+    only_file = sorted(set(found) - set(listed))
+    only_runs = sorted(set(listed) - set(found))
+    return (
+        f"{label} differ (only in the results file: {', '.join(only_file) or 'none'}; "
+        f"only in runs.json: {', '.join(only_runs) or 'none'})"
+    )
+
+
+def check_against_entry(
+    entry: RunEntry, summary: RunSummary, path: Path, runs_file: Path
+) -> list[str]:
+    """Where a results file disagrees with its runs.json entry, each with the fix."""
+    fix = (
+        f"regenerate it with `konkord report --run {entry.name}`, or correct the entry in "
+        f"{runs_file}"
+    )
+    problems = []
+    if summary.run != entry.name:
+        problems.append(f'it is the results of run "{summary.run}", not "{entry.name}"')
+    if not _same_path(summary.suite_path, entry.suite):
+        problems.append(f"its suite is {summary.suite_path}, runs.json says {entry.suite}")
+    for label, listed, found in (
+        ("models", list(entry.models), summary.models),
+        ("judges", list(entry.judges), summary.judges),
+    ):
+        diff = _differences(label, listed, found)
+        if diff:
+            problems.append(diff)
+    return [f'{path}: run "{entry.name}": {problem}; {fix}' for problem in problems]
+
+
+def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
+    """Results files in results/ that no run in runs.json claims."""
+    listed = {os.path.normpath(entry.results_path) for entry in runs.runs}
+    folders = {RESULTS_DIR} | {entry.results_path.parent for entry in runs.runs}
+    problems = []
+    for folder in sorted(folders):
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if os.path.normpath(path) not in listed:
+                problems.append(
+                    f'{path}: not listed in {runs_file}; add a run named "{path.stem}" there '
+                    "(with its suite, models and judges), or delete the file"
+                )
+    return problems
+
+
+@dataclass
+class LoadedRun:
+    """A run checked against its entry: its summary, and its results file's hash and path."""
+
+    entry: RunEntry
+    path: Path
+    sha: str
+    summary: RunSummary
+    cached: bool
+
+
+def load_runs_checked(
+    runs_file: Path, manifest: Manifest, offline: bool, progress: Progress
+) -> tuple[list[LoadedRun], list[str]]:
+    """Every run of runs.json with its results file, checked in both directions; all problems
+    are gathered and raised together so one build shows every fix needed."""
+    if not runs_file.exists():
+        raise KonkordError(
+            f"{runs_file}: not found; run `konkord build` from the project root, or create "
+            'it with {"runs": []} for an empty site'
+        )
+    runs = load_runs(runs_file)
+    problems: list[str] = []
+    notes: list[str] = []
+    loaded: list[LoadedRun] = []
+    for entry in runs.runs:
+        if entry.name in RESERVED_NAMES:
+            problems.append(
+                f'{runs_file}: run name "{entry.name}" is reserved for the site '
+                f"({', '.join(sorted(RESERVED_NAMES))}); rename the run"
+            )
+            continue
+        notes.extend(ensure_stages(spec_from_entry(entry), offline))
+        path = entry.results_path
+        if not path.exists():
+            problems.append(
+                f'{path}: missing, but {runs_file} lists run "{entry.name}"; create it with '
+                f"`konkord report --run {entry.name}`, or remove the run from {runs_file}"
+            )
+            continue
+        data = path.read_bytes()
+        sha = sha256(data)
+        cached = manifest.runs.get(entry.name, {})
+        if (
+            cached.get("sha") == sha
+            and cached.get("summary", {}).get("schema_version") == SCHEMA_VERSION
+        ):
+            summary = RunSummary.from_json(cached["summary"])
+            is_cached = True
+        else:
+            try:
+                results = read_results(path)
+            except KonkordError as exc:
+                problems.append(str(exc))
+                continue
+            validate_task_ids(results, path)
+            summary = RunSummary.of(results)
+            is_cached = False
+        problems.extend(check_against_entry(entry, summary, path, runs_file))
+        loaded.append(LoadedRun(entry, path, sha, summary, is_cached))
+    problems.extend(unlisted_results(runs, runs_file))
+    for note in notes:
+        progress(note)
+    if problems:
+        raise KonkordError(
+            f"{runs_file} and the results files disagree ({len(problems)} problem"
+            f"{'s' if len(problems) != 1 else ''}):\n  " + "\n  ".join(problems)
+        )
+    return loaded, notes
+
+
+class SiteRenderer:
+    """Renders pages through the writer, skipping every page whose inputs are unchanged."""
+
+    def __init__(self, templates_dir: Path, writer: OutputWriter, content: dict[str, ContentFile]):
+        if not (templates_dir / "base.html").is_file():
+            raise KonkordError(
+                f"{templates_dir}/base.html not found; run `konkord build` from the project "
+                "root (the folder holding templates/ and content/)"
+            )
+        self.templates_dir = templates_dir
+        self.env = make_environment(templates_dir)
+        self.writer = writer
+        self.content = content
+        # Every page's menu links the content pages, so their names and titles are an input.
+        self.nav_key = context_fingerprint({"nav": site_nav(content)})
+        self._template_hashes: dict[str, str] = {}
+
+    def template_hash(self, name: str) -> str:
+        if name not in self._template_hashes:
+            try:
+                self._template_hashes[name] = template_hash(self.env, name)
+            except jinja2.TemplateError as exc:
+                raise self._template_error(exc, name) from None
+        return self._template_hashes[name]
+
+    def page_digest(self, template: str, data_key: str, content: tuple[str, ...]) -> str:
+        shas = [self.content[name].sha if name in self.content else None for name in content]
+        return input_hash(__version__, self.template_hash(template), data_key, self.nav_key, shas)
+
+    def render(self, plan: PagePlan, digest: str) -> None:
+        try:
+            data = render_page(self.env, plan)
+        except jinja2.TemplateError as exc:
+            raise self._template_error(exc, plan.template) from None
+        self.writer.write(plan.path, data, digest)
+
+    def _template_error(self, exc: jinja2.TemplateError, template: str) -> KonkordError:
+        name = getattr(exc, "name", None) or template
+        line = getattr(exc, "lineno", None)
+        where = f"{self.templates_dir / name}:{line}" if line else str(self.templates_dir / name)
+        return KonkordError(f"{where}: {type(exc).__name__}: {exc.message or exc}")
+
+    def run_pages(self, run: LoadedRun, progress: Progress) -> dict[str, Any]:
+        """Render one run's pages, parsing its results file only if some page is out of date."""
+        cached_pages: dict[str, dict[str, Any]] = (
+            self.writer.previous.runs.get(run.entry.name, {}).get("pages", {}) if run.cached else {}
+        )
+        if cached_pages:
+            digests = {
+                path: self.page_digest(info["template"], run.sha, tuple(info["content"]))
+                for path, info in cached_pages.items()
+            }
+            if all(self.writer.is_current(path, digest) for path, digest in digests.items()):
+                for path, digest in digests.items():
+                    self.writer.keep(path, digest)
+                progress(f"run {run.entry.name}: {len(digests)} pages, unchanged")
+                return cached_pages
+        results: Results = read_results(run.path)
+        before = len(self.writer.written)
+        pages: dict[str, dict[str, Any]] = {}
+        for plan in plan_run_pages(results, self.content):
+            digest = self.page_digest(plan.template, run.sha, plan.content)
+            pages[plan.path] = {"template": plan.template, "content": list(plan.content)}
+            if self.writer.is_current(plan.path, digest):
+                self.writer.keep(plan.path, digest)
+            else:
+                self.render(plan, digest)
+        written = len(self.writer.written) - before
+        progress(f"run {run.entry.name}: {len(pages)} pages, {written} written")
+        return pages
+
+    def site_pages(self, summaries: list[RunSummary]) -> None:
+        for plan in plan_site_pages(summaries, self.content):
+            digest = self.page_digest(
+                plan.template, context_fingerprint(plan.context), plan.content
+            )
+            if self.writer.is_current(plan.path, digest):
+                self.writer.keep(plan.path, digest)
+            else:
+                self.render(plan, digest)
+
+
+def _copy_file(writer: OutputWriter, source: Path, target: str) -> None:
+    data = source.read_bytes()
+    digest = sha256(data)
+    if writer.is_current(target, digest):
+        writer.keep(target, digest)
+    else:
+        writer.write(target, data, digest)
+
+
+def _write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedRun]) -> None:
+    """Static assets, downloadable results files, _headers and .assetsignore."""
+    static = templates_dir / "static"
+    if static.is_dir():
+        for path in sorted(p for p in static.rglob("*") if p.is_file()):
+            _copy_file(writer, path, f"static/{path.relative_to(static).as_posix()}")
+    for run in loaded:
+        _copy_file(writer, run.path, f"results/{run.entry.name}.json")
+    for name, text in (("_headers", HEADERS), (".assetsignore", ".konkord-build.json\n")):
+        data = text.encode()
+        writer.write(name, data, sha256(data))
+
+
+def build_site(
+    out: Path = Path("public"),
+    offline: bool = False,
+    runs_file: Path = Path("runs.json"),
+    *,
+    templates_dir: Path = Path("templates"),
+    content_dir: Path = Path("content"),
+    progress: Progress | None = None,
+) -> BuildSummary:
+    """Check every run of runs.json against its results file, then render the site into `out`.
+
+    Paths are relative to the working directory (the project root), as everywhere in konkord.
+    """
+    report = progress or (lambda _line: None)
+    previous = Manifest.load(out)
+    loaded, notes = load_runs_checked(runs_file, previous, offline, report)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = OutputWriter(out, previous)
+    renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
+    for run in loaded:
+        pages = renderer.run_pages(run, report)
+        writer.current.runs[run.entry.name] = {
+            "sha": run.sha,
+            "summary": run.summary.to_json(),
+            "pages": pages,
+        }
+    renderer.site_pages([run.summary for run in loaded])
+    _write_extras(writer, templates_dir, loaded)
+    writer.finish()
+    return BuildSummary(
+        runs=[run.entry.name for run in loaded],
+        written=list(writer.written),
+        unchanged=writer.unchanged,
+        removed=list(writer.removed),
+        notes=notes,
+    )
