@@ -19,6 +19,8 @@ from konkord.errors import KonkordError
 COMMANDS: dict[str, str] = {
     "validate": "konkord.commands.validate:validate",
     "run": "konkord.commands.run:run",
+    "build": "konkord.commands.build:build",
+    "serve": "konkord.commands.serve:serve",
     "judge": "konkord.commands.judge:judge",
     "label": "konkord.commands.label:label",
 }

@@ -65,7 +65,9 @@ HOSTILE_ANSWERS = {
     "javascript-link": (
         "[click me](javascript:window.__pwned='link') and <a href=\"javascript:alert(1)\">raw</a>"
     ),
-    "svg-script": "<svg onload=\"window.__pwned='svg'\"><script>window.__pwned='svg'</script></svg>",
+    "svg-script": (
+        "<svg onload=\"window.__pwned='svg'\"><script>window.__pwned='svg'</script></svg>"
+    ),
     "unclosed": "<div><b>unclosed <table><tr><td>cell <!-- open comment",
     "iframe-form": (
         '<iframe src="https://example.com"></iframe>'

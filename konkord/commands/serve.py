@@ -1,0 +1,37 @@
+"""`konkord serve`: build, serve public/ locally, rebuild and reload on every change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--port", default=8787, show_default=True, help="Port on 127.0.0.1.")
+@click.option(
+    "--out",
+    default="public",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder the site is written to and served from.",
+)
+@click.option(
+    "--runs",
+    "runs_file",
+    default="runs.json",
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The runs file listing the published runs.",
+)
+def serve(port: int, out: Path, runs_file: Path) -> None:
+    """Preview the site at http://127.0.0.1:PORT/ while you edit it.
+
+    Builds once (offline: no model is called), then watches suites/, runs.json,
+    runs/, results/, templates/ and content/, rebuilds what changed and reloads
+    open pages. A build error is printed here and shown on the page; the server
+    keeps running until Ctrl-C.
+    """
+    from konkord.site.serve import serve_site
+
+    serve_site(port=port, out=out, runs_file=runs_file)
