@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "serve": "konkord.commands.serve:serve",
     "judge": "konkord.commands.judge:judge",
     "label": "konkord.commands.label:label",
+    "check": "konkord.commands.check:check",
 }
 
 

@@ -7,7 +7,6 @@ is taken whole (some models answer with bare code). An empty answer has no code 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
@@ -39,11 +38,6 @@ class ExtractedCode:
 
 
 NO_CODE_REASON = "no code in the answer"
-
-
-def answer_sha(text: str | None) -> str:
-    """The hash that ties a check result to the exact answer text it was computed on."""
-    return hashlib.sha256((text or "").encode()).hexdigest()[:16]
 
 
 def _names(language: str) -> frozenset[str]:
