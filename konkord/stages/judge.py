@@ -245,8 +245,12 @@ async def _judge_one(
     client: ModelClient,
     settings: CallSettings,
     fhash: str,
+    use_cache: bool = True,
 ) -> tuple[Record, list[CallResult]]:
-    """Ask once; on a response with no verdict line, ask once more with a reminder."""
+    """Ask once; on a response with no verdict line, ask once more with a reminder.
+
+    `use_cache=False` asks afresh: a rerun after an unparseable response must not be served
+    the same cached response again."""
     messages = judge_messages(spec, item)
     base: Record = {
         "task_id": item.task.id,
@@ -259,7 +263,7 @@ async def _judge_one(
         "answer_b_sha": answer_sha(item.answer_b),
         "message_sha": _sha(messages[1]["content"]),
     }
-    first = await client.complete(item.judge, messages, settings)
+    first = await client.complete(item.judge, messages, settings, use_cache)
     calls = [first]
     final = first
     if first.ok and first.finish_reason != "length" and not parse_verdict(first.text).ok:
@@ -268,7 +272,7 @@ async def _judge_one(
             {"role": "assistant", "content": first.text or ""},
             {"role": "user", "content": RETRY_REMINDER},
         ]
-        final = await client.complete(item.judge, retry_messages, settings)
+        final = await client.complete(item.judge, retry_messages, settings, use_cache)
         calls.append(final)
     cost: float | None = 0.0
     for call in calls:
@@ -367,11 +371,17 @@ async def judge_run(
         check_no_drift(spec, log, judge, fhash)
     items, summary.skipped_pairs = _items(spec, log, judges)
     todo: list[JudgeItem] = []
+    unparseable: set[tuple[str, str, str, str, str]] = set()
     for judge in judges:
         tally = summary.tallies[judge] = JudgeTally(judge)
         done = _done_keys(spec, log, judge, fhash, items)
         tally.already_recorded = len(done)
         todo += [i for i in items if i.judge == judge and i.key not in done]
+        unparseable |= {
+            (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
+            for r in load_verdicts(log, judge, fhash)
+            if r.get("reason") == "no_verdict_line"
+        }
     if todo:
         for judge in judges:
             _record_prompt(log, spec, system_prompt, judge)
@@ -386,7 +396,9 @@ async def judge_run(
     async def judge_one(item: JudgeItem) -> None:
         nonlocal finished
         async with gate:
-            record, calls = await _judge_one(spec, item, client, settings, fhash)
+            record, calls = await _judge_one(
+                spec, item, client, settings, fhash, use_cache=item.key not in unparseable
+            )
         log.append("verdicts", record)
         tally = summary.tallies[item.judge]
         if record["cost_usd"] is None:
