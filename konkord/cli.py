@@ -22,8 +22,11 @@ COMMANDS: dict[str, str] = {
     "build": "konkord.commands.build:build",
     "serve": "konkord.commands.serve:serve",
     "judge": "konkord.commands.judge:judge",
+    "report": "konkord.commands.report:report",
+    "schema": "konkord.commands.schema:schema",
     "label": "konkord.commands.label:label",
     "check": "konkord.commands.check:check",
+    "simulate": "konkord.commands.simulate:simulate",
 }
 
 

@@ -1,0 +1,38 @@
+"""`konkord report`: ratings, intervals, diagnostics and cost into results/<run>.json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--run", "run_name", required=True, help="Run name (from runs.json or `konkord run`).")
+@click.option("--out", type=click.Path(path_type=Path), help="Results file [default: results/<run>.json].")
+@click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", default=0, show_default=True, help="Bootstrap seed (same seed, same intervals).")
+@click.option(
+    "--resample",
+    type=click.Choice(["task", "judgments"]),
+    default="task",
+    show_default=True,
+    help="Resample whole tasks (honest when tasks differ) or single judgments (naive, for comparison).",
+)
+def report(run_name: str, out: Path | None, resamples: int, seed: int, resample: str) -> None:
+    """Fit Bradley-Terry ratings with bootstrap intervals, rank groups, claims,
+    diagnostics and cost, and write them with every answer and verdict to one
+    versioned results file. Calls no model.
+    """
+    from konkord.results import write_results
+    from konkord.runspec import resolve_run
+    from konkord.stages.report import ReportOptions, build_results
+    from konkord.stages.report_print import print_report
+
+    spec = resolve_run(run_name)
+    options = ReportOptions(resamples=resamples, seed=seed, unit=resample)  # type: ignore[arg-type]
+    results = build_results(spec, options)
+    path = out or spec.results_path
+    write_results(results, path)
+    print_report(results)
+    click.echo(f"wrote {path}")
