@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from .bt import IntArray, PairMatrix
+from .bt import FloatArray, IntArray, PairMatrix
 from .resample import Bootstrap
 
 DEFAULT_POWER = 0.8
@@ -36,6 +36,14 @@ class PairwiseDifferences:
         return bool(self.lower[a, b] > 0.0 or self.upper[a, b] < 0.0)
 
 
+ZERO_TOLERANCE = 1e-9
+
+
+def _snap(values: FloatArray) -> FloatArray:
+    out: FloatArray = np.where(np.abs(values) < ZERO_TOLERANCE, 0.0, values)
+    return out
+
+
 def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
     """Intervals of all log-strength differences, by the bootstrap's own interval method."""
     beta = boot.point.log_strength
@@ -45,8 +53,12 @@ def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
     if boot.jackknife is not None:
         jb = boot.jackknife.log_strength
         jack = jb[:, :, None] - jb[:, None, :]
+    # Differences within solver tolerance are exact zeros (e.g. two models that won and lost
+    # the same comparisons); without this, 1e-14 of rounding would make a "separated" claim.
+    estimate = _snap(estimate)
+    draws = _snap(draws)
     interval = boot.interval(estimate, draws, jack)
-    lower, upper = interval.lower.copy(), interval.upper.copy()
+    lower, upper = _snap(interval.lower), _snap(interval.upper)
     diag = np.arange(beta.size)
     lower[diag, diag] = 0.0
     upper[diag, diag] = 0.0
