@@ -55,7 +55,8 @@ def forest_plot(rows: Sequence[ForestRow], title: str) -> Markup:
         return LABEL_WIDTH + PLOT_WIDTH * min(max(value, 0.0), 1.0)
 
     parts = [
-        f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" '
         f'role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
     ]
@@ -121,7 +122,8 @@ def heatmap(labels: Sequence[str], matrix: Sequence[Sequence[float | None]], tit
     width = left + cell * n + 4
     height = top + cell * n + 4
     parts = [
-        f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" '
         f'role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
     ]

@@ -235,6 +235,16 @@ def load_runs_checked(
     return loaded, notes
 
 
+def renderer_fingerprint() -> str:
+    """The konkord version plus the site code itself: a changed renderer is a changed input,
+    even in a development checkout where the version number did not move."""
+    import konkord.site
+
+    site_dir = Path(konkord.site.__file__).parent
+    sources = sorted(site_dir.glob("*.py")) + [Path(__file__)]
+    return sha256(__version__ + "".join(sha256(path.read_bytes()) for path in sources))
+
+
 class SiteRenderer:
     """Renders pages through the writer, skipping every page whose inputs are unchanged."""
 
@@ -250,6 +260,7 @@ class SiteRenderer:
         self.content = content
         # Every page's menu links the content pages, so their names and titles are an input.
         self.nav_key = context_fingerprint({"nav": site_nav(content)})
+        self.code_key = renderer_fingerprint()
         self._template_hashes: dict[str, str] = {}
 
     def template_hash(self, name: str) -> str:

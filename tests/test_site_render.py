@@ -1,0 +1,328 @@
+"""The pages of a built fixture site, parsed with BeautifulSoup: what each page must say."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fixtures_site import HOSTILE_ANSWERS, SYSTEM_PROMPT, make_results, standard_runs, write_project
+
+from konkord.results import Results
+from konkord.site.markdown import render_markdown, sanitise_html
+from konkord.stages.build import build_site
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Results]]]:
+    root = tmp_path_factory.mktemp("site")
+    runs = standard_runs()
+    write_project(root, runs)
+    old = Path.cwd()
+    os.chdir(root)
+    try:
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+        yield root / "public", runs
+    finally:
+        os.chdir(old)
+
+
+def page(public: Path, path: str) -> BeautifulSoup:
+    target = public / path
+    if target.is_dir() or path.endswith("/") or path == "":
+        target = target / "index.html"
+    return BeautifulSoup(target.read_text(encoding="utf-8"), "html.parser")
+
+
+def all_pages(public: Path) -> list[Path]:
+    return sorted(public.rglob("*.html"))
+
+
+def test_leaderboard_lists_models_in_rank_order_with_intervals(
+    site: tuple[Path, list[Results]],
+) -> None:
+    public, runs = site
+    alpha = runs[0]
+    soup = page(public, "alpha/")
+    section = soup.find("section", id="judge-1")
+    assert isinstance(section, Tag)
+    rows = section.select("table.leaderboard tbody tr")
+    block = alpha.judge_blocks[0]
+    assert [r.select_one("td.model").get_text(strip=True) for r in rows] == [
+        rating.model for rating in block.ratings
+    ]
+    ranks = [r.select_one("td.rank").get_text(strip=True) for r in rows]
+    # Rank groups of two are shown as tied ranks.
+    assert ranks == ["1=", "1=", "3=", "3=", "5"]
+    first = rows[0].select_one("td.winrate").get_text(strip=True)
+    wr = block.ratings[0].win_rate_vs_field
+    assert first == f"{100 * wr.estimate:.1f}% ({100 * wr.low:.1f}% to {100 * wr.high:.1f}%)"
+    # The forest plot has one interval per model, and the heatmap n x n cells.
+    assert len(section.select("svg.forest line.interval")) == len(block.ratings)
+    assert len(section.select("svg.heatmap rect")) == len(block.ratings) ** 2
+    # Cost and latency columns are there.
+    assert "$0.4200" in rows[0].get_text()
+    assert "1.5 s" in rows[0].get_text()
+
+
+def test_calibration_block_stands_above_the_table(site: tuple[Path, list[Results]]) -> None:
+    public, _ = site
+    section = page(public, "alpha/").find("section", id="judge-1")
+    assert isinstance(section, Tag)
+    blocks = section.find_all(["div", "table"], class_=["calibration-block", "leaderboard"])
+    assert [b.name for b in blocks] == ["div", "table"]
+    text = blocks[0].get_text(" ", strip=True)
+    assert "68.3% (56.6% to 80.1%), 41 of 60" in text
+    assert "0.52 (0.33 to 0.69)" in text
+    assert "Order-flip rate" in text
+
+
+def test_uncalibrated_judge_says_so_where_the_ranking_is(site: tuple[Path, list[Results]]) -> None:
+    public, _ = site
+    section = page(public, "alpha/").find("section", id="judge-2")
+    assert isinstance(section, Tag)
+    assert "Uncalibrated." in section.select_one(".calibration-block").get_text()
+    caption = section.select_one("table.leaderboard caption").get_text()
+    assert "uncalibrated" in caption
+    calibrated = page(public, "alpha/").find("section", id="judge-1")
+    assert isinstance(calibrated, Tag)
+    assert "uncalibrated" not in calibrated.select_one("table.leaderboard caption").get_text()
+
+
+def test_claims_in_words_and_judge_selector(site: tuple[Path, list[Results]]) -> None:
+    public, runs = site
+    soup = page(public, "alpha/")
+    claims = [li.get_text(" ", strip=True) for li in soup.select("#judge-1 ul.claims li")]
+    assert claims[0].startswith(runs[0].judge_blocks[0].claims[0].text)
+    selector = [a["href"] for a in soup.select("nav.judges a")]
+    assert selector == ["#judge-1", "#judge-2"]
+
+
+def test_every_page_names_judge_suite_date_and_version(site: tuple[Path, list[Results]]) -> None:
+    public, runs = site
+    for results in runs:
+        for path in all_pages(public / results.run):
+            text = BeautifulSoup(path.read_text(), "html.parser").get_text(" ", strip=True)
+            for judge in results.judges:
+                assert judge in text, path
+            assert results.suite.name in text, path
+            assert results.evidence_date and results.evidence_date in text, path
+            assert f"konkord {results.konkord_version}" in text, path
+
+
+def test_simulated_run_has_banner_on_every_page(site: tuple[Path, list[Results]]) -> None:
+    public, runs = site
+    for results in runs:
+        for path in all_pages(public / results.run):
+            banner = BeautifulSoup(path.read_text(), "html.parser").select(".banner.simulated")
+            assert bool(banner) == results.simulated, path
+            if banner:
+                assert "no person was involved" in banner[0].get_text()
+    for site_page in ("index.html", "about/index.html", "404.html"):
+        assert page(public, site_page).select(".banner.simulated"), site_page
+
+
+def test_every_page_forbids_script_and_loads_nothing_from_elsewhere(
+    site: tuple[Path, list[Results]],
+) -> None:
+    public, _ = site
+    for path in all_pages(public):
+        soup = BeautifulSoup(path.read_text(), "html.parser")
+        csp = soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})
+        assert isinstance(csp, Tag), path
+        assert "script-src 'none'" in str(csp["content"])
+        assert "default-src 'none'" in str(csp["content"])
+        assert not soup.find_all(["script", "iframe", "form", "img", "object", "embed"]), path
+        for tag in soup.find_all(True):
+            assert not any(attr.startswith("on") for attr in tag.attrs), (path, tag.name)
+        for link in soup.find_all("link"):
+            assert not urlparse(str(link["href"])).netloc, path
+        for anchor in soup.find_all("a", href=True):
+            assert not str(anchor["href"]).lower().startswith("javascript:"), path
+    headers = (public / "_headers").read_text()
+    assert "Content-Security-Policy: default-src 'none'" in headers
+    assert "frame-ancestors 'none'" in headers
+
+
+def test_internal_links_are_directory_style_and_resolve(site: tuple[Path, list[Results]]) -> None:
+    public, _ = site
+    for path in all_pages(public):
+        if path.name == "404.html":
+            continue
+        url = "http://site/" + path.relative_to(public).as_posix()
+        for anchor in BeautifulSoup(path.read_text(), "html.parser").find_all("a", href=True):
+            target = urlparse(urljoin(url, str(anchor["href"])))
+            if target.netloc != "site" or str(anchor["href"]).startswith("#"):
+                continue
+            local = public / target.path.lstrip("/")
+            if target.path.endswith("/"):
+                assert (local / "index.html").is_file(), (path, anchor["href"])
+            else:
+                assert local.is_file(), (path, anchor["href"])
+                assert local.suffix != ".html", "links are directory-style"
+
+
+def test_methodology_prints_the_prompt_from_the_results_file(
+    site: tuple[Path, list[Results]],
+) -> None:
+    public, runs = site
+    soup = page(public, "alpha/methodology/")
+    prompt = soup.select_one("#judge-1 pre.prompt")
+    assert prompt is not None
+    assert prompt.get_text() == runs[0].judge_blocks[0].system_prompt
+    assert prompt.get_text().startswith(SYSTEM_PROMPT)
+    # The second judge has no recorded prompt: nothing is recomposed.
+    assert soup.select_one("#judge-2 pre.prompt") is None
+    assert "no recorded prompt" in soup.select_one("#judge-2").get_text()
+    # The methodology prose from content/ is there.
+    assert "How the ranking is made" in soup.get_text()
+
+
+def test_calibration_page_has_every_breakdown_and_the_gallery(
+    site: tuple[Path, list[Results]],
+) -> None:
+    public, runs = site
+    soup = page(public, "alpha/calibration/")
+    judge = soup.select_one("#judge-1")
+    assert judge is not None
+    text = judge.get_text(" ", strip=True)
+    for heading in (
+        "By labeller",
+        "By task",
+        "By model pair",
+        "By answer-length quartile",
+        "Confusion matrix",
+        "People against each other",
+        "Against executed tests",
+    ):
+        assert heading in text
+    assert "Q1: 100 to 199 chars" in text
+    assert "Agreement where the orders flipped" in text
+    gallery = judge.select("article.disagreement")
+    assert len(gallery) == len(runs[0].judge_blocks[0].calibration.disagreements)
+    link = gallery[0].select_one("h4 a")
+    assert link is not None and str(link["href"]).startswith("../tasks/task-001/#")
+    # The hostile rationale in the gallery is text, not script.
+    assert not soup.find_all("script")
+    uncal = soup.select_one("#judge-2").get_text(" ", strip=True)
+    assert "Uncalibrated." in uncal and "not 0%, not 100%" in uncal
+
+
+def test_task_page_shows_answers_verdicts_flips_and_labels(
+    site: tuple[Path, list[Results]],
+) -> None:
+    public, runs = site
+    task = runs[0].tasks[0]
+    soup = page(public, f"alpha/tasks/{task.id}/")
+    assert soup.select_one("#task-title code").get_text() == task.id
+    answers = soup.select("article.answer")
+    assert [a.h4.get_text(strip=True) for a in answers] == [a.model for a in task.answers]
+    assert answers[0].select_one("pre code") is not None, "code stays code"
+    comparisons = soup.select("article.comparison")
+    assert len(comparisons) == len(task.comparisons)
+    for article, comparison in zip(comparisons, task.comparisons, strict=True):
+        orders = article.select(".order")
+        assert len(orders) == 2
+        assert all(o.select_one(".rationale") for o in orders)
+        assert ("flipped" in article.get_text()) == comparison.flipped
+        if comparison.labels:
+            assert "ana chose" in article.select_one(".labels").get_text()
+    assert "compiles: failed (SyntaxError)" in soup.get_text()
+    # The deep link from the tasks index points here.
+    index = page(public, "alpha/tasks/")
+    assert index.find("a", href=f"{task.id}/") is not None
+
+
+def test_hostile_text_is_rendered_inert(site: tuple[Path, list[Results]]) -> None:
+    public, _ = site
+    html = (public / "hostile/tasks/hostile/index.html").read_text()
+    soup = BeautifulSoup(html, "html.parser")
+    assert not soup.find_all(["script", "iframe", "form", "input", "img", "svg"])
+    assert "window.__pwned" in soup.get_text(), "hostile text is shown as text"
+    assert not re.search(r"<script", html, re.IGNORECASE)
+    hrefs = [str(a["href"]).strip().lower() for a in soup.find_all("a", href=True)]
+    assert not [h for h in hrefs if h.startswith("javascript")]
+    # Every answer, including the unclosed tag and the megabyte, sits in its own article,
+    # and the page still ends with its footer.
+    answers = soup.select("article.answer")
+    assert len(answers) == len(HOSTILE_ANSWERS)
+    assert soup.select_one("footer.site") is not None
+    assert HOSTILE_ANSWERS["megabyte"][:1000] in answers[-1].get_text()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "<script>alert(1)</script>",
+        '<img src=x onerror="alert(1)">',
+        "[x](javascript:alert(1))",
+        '<a href="javascript:alert(1)">x</a>',
+        "<svg><script>alert(1)</script></svg>",
+        '<iframe src="https://e.com"></iframe>',
+        '<form action="https://e.com"><input></form>',
+        "![tracker](https://e.com/pixel.png)",
+        "<div><b>unclosed <table><tr><td>",
+    ],
+)
+def test_markdown_is_sanitised(source: str) -> None:
+    soup = BeautifulSoup(str(render_markdown(source)), "html.parser")
+    assert not soup.find_all(["script", "img", "svg", "iframe", "form", "input", "div", "table"])
+    for tag in soup.find_all(True):
+        assert not [a for a in tag.attrs if a.startswith("on")]
+        assert not str(tag.get("href", "")).lower().startswith("javascript")
+
+
+def test_sanitiser_strips_raw_html_too() -> None:
+    dirty = '<p onclick="x()">a<script>b</script><a href="javascript:c">d</a><iframe></iframe></p>'
+    clean = sanitise_html(dirty)
+    assert "onclick" not in clean and "<script" not in clean and "javascript" not in clean
+    assert "<iframe" not in clean and "<p>a" in clean
+
+
+def test_markdown_keeps_code_as_code() -> None:
+    html = str(render_markdown("```python\nif a < b:\n    print('<b>')\n```"))
+    soup = BeautifulSoup(html, "html.parser")
+    assert soup.select_one("pre code").get_text() == "if a < b:\n    print('<b>')\n"
+
+
+def test_empty_runs_file_renders_an_empty_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_project(tmp_path, [])
+    monkeypatch.chdir(tmp_path)
+    summary = build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    assert summary.runs == []
+    soup = page(tmp_path / "public", "index.html")
+    assert "No runs yet." in soup.select_one(".empty").get_text()
+    assert not soup.select(".banner.simulated")
+
+
+def test_extras_are_written(site: tuple[Path, list[Results]]) -> None:
+    public, runs = site
+    for results in runs:
+        copied = public / "results" / f"{results.run}.json"
+        assert (
+            copied.read_bytes() == (public.parent / "results" / f"{results.run}.json").read_bytes()
+        )
+    assert (public / "404.html").is_file()
+    assert (public / "static" / "site.css").is_file()
+    assert ".konkord-build.json" in (public / ".assetsignore").read_text()
+    index = page(public, "index.html")
+    assert [
+        a.get_text(strip=True) for a in index.select("table.runs tbody tr td:first-child a")
+    ] == [r.run for r in runs]
+
+
+def test_a_model_name_with_markup_is_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = make_results("odd", models=["<b>bold</b>", "a&b"], judges=["j"], n_tasks=1)
+    write_project(tmp_path, [results])
+    monkeypatch.chdir(tmp_path)
+    build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    html = (tmp_path / "public/odd/index.html").read_text()
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
