@@ -45,15 +45,17 @@ def judge(
     from konkord.errors import KonkordError
     from konkord.progress import progress_bar
     from konkord.runspec import resolve_run
-    from konkord.stages.judge import judge_run, planned_calls, summary_lines
+    from konkord.stages.judge import judge_run, planned_calls, preflight, summary_lines
 
     if max_tokens <= 0:
         raise KonkordError("--max-tokens must be a positive number of tokens")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
+    for note in preflight(spec, chosen):
+        click.echo(f"note: {note}", err=True)
     click.echo(
         f"judge {spec.name}: {len(spec.suite.tasks)} tasks x {len(spec.models)} models, "
-        f"both orders, judges: {', '.join(chosen) or 'none'}",
+        f"both orders, judges: {', '.join(chosen)}",
         err=True,
     )
     total = planned_calls(spec, chosen)
@@ -75,8 +77,6 @@ def judge(
                 api_base=api_base,
             )
         )
-    for note in summary.notes:
-        click.echo(f"note: {note}", err=True)
     if summary.skipped_pairs:
         click.echo(
             f"{summary.skipped_pairs} task pairs not judged: an answer is missing or failed "

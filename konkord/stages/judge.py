@@ -343,6 +343,27 @@ def _tally_consistency(tally: JudgeTally, records: list[Record]) -> None:
     tally.most_flipped = [(a, b, n, complete[(a, b)]) for (a, b), n in ranked]
 
 
+def preflight(spec: RunSpec, judges: tuple[str, ...] | list[str]) -> list[str]:
+    """Every refusal, before any call: no judge, a judge sharing a provider family with any
+    model of the run (not only those with answers), or verdicts under another prompt.
+    Returns notes worth showing (a judge whose vendor is unknown)."""
+    if not judges:
+        raise KonkordError(
+            f'run "{spec.name}" has no judge: give --judge MODEL, or list "judges" for it '
+            "in runs.json"
+        )
+    log = EvidenceLog(spec.run_dir)
+    fhash = frame_hash(compose_system_prompt(spec.suite))
+    notes: list[str] = []
+    for judge in judges:
+        if judge.startswith(("sim/", "sim-judge/")):
+            check_judge_independence(judge, spec.models)
+        else:
+            notes += check_judge_independence(judge, spec.models)
+        check_no_drift(spec, log, judge, fhash)
+    return notes
+
+
 async def judge_run(
     spec: RunSpec,
     judges: tuple[str, ...] | list[str],
@@ -357,18 +378,10 @@ async def judge_run(
     Refuses before any call: no judge, a judge sharing a provider family with any model of the
     run, or verdicts of a judge made under another prompt. `api_base` defaults to the run's."""
     judges = tuple(dict.fromkeys(judges or spec.judges))
-    if not judges:
-        raise KonkordError(
-            f'run "{spec.name}" has no judge: give --judge MODEL, or list "judges" for it '
-            "in runs.json"
-        )
     log = EvidenceLog(spec.run_dir)
     system_prompt = compose_system_prompt(spec.suite)
     fhash = frame_hash(system_prompt)
-    summary = JudgeSummary(spec.name, fhash)
-    for judge in judges:
-        summary.notes += check_judge_independence(judge, spec.models)
-        check_no_drift(spec, log, judge, fhash)
+    summary = JudgeSummary(spec.name, fhash, notes=preflight(spec, judges))
     items, summary.skipped_pairs = _items(spec, log, judges)
     todo: list[JudgeItem] = []
     unparseable: set[tuple[str, str, str, str, str]] = set()
