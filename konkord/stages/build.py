@@ -241,7 +241,7 @@ def renderer_fingerprint() -> str:
     import konkord.site
 
     site_dir = Path(konkord.site.__file__).parent
-    sources = sorted(site_dir.glob("*.py")) + [Path(__file__)]
+    sources = [*sorted(site_dir.glob("*.py")), Path(__file__)]
     return sha256(__version__ + "".join(sha256(path.read_bytes()) for path in sources))
 
 

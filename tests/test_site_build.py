@@ -1,0 +1,244 @@
+"""`konkord build`: runs.json checked against results/ both ways, and incremental rewriting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures_site import make_results, write_project
+
+from konkord.cli import cli
+from konkord.errors import KonkordError
+from konkord.results import Results, write_results
+from konkord.stages.build import build_site
+
+RUNS = Path("runs.json")
+OUT = Path("public")
+
+
+def small_runs() -> list[Results]:
+    return [
+        make_results("one", models=["m/a", "m/b", "m/c"], judges=["j/x"], n_tasks=3),
+        make_results("two", models=["m/a", "m/d"], judges=["j/x", "j/y"], n_tasks=2),
+    ]
+
+
+@pytest.fixture
+def consistent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    write_project(tmp_path, small_runs())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def edit_runs(root: Path, change: dict[str, object], run: int = 0) -> None:
+    data = json.loads((root / "runs.json").read_text())
+    data["runs"][run].update(change)
+    (root / "runs.json").write_text(json.dumps(data, indent=2))
+
+
+def build_error(capsys: pytest.CaptureFixture[str] | None = None) -> str:
+    with pytest.raises(KonkordError) as info:
+        build_site(OUT, offline=True, runs_file=RUNS)
+    return str(info.value)
+
+
+def snapshot(out: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        p.relative_to(out).as_posix(): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+def changed(before: dict[str, tuple[int, bytes]], after: dict[str, tuple[int, bytes]]) -> set[str]:
+    return {path for path in after if path not in before or before[path][0] != after[path][0]}
+
+
+def test_a_consistent_set_builds(consistent: Path) -> None:
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert summary.runs == ["one", "two"]
+    assert (consistent / "public/one/tasks/task-003/index.html").is_file()
+    assert (consistent / "public/two/calibration/index.html").is_file()
+
+
+def test_listed_run_without_results_file(consistent: Path) -> None:
+    (consistent / "results/two.json").unlink()
+    message = build_error()
+    assert 'results/two.json: missing, but runs.json lists run "two"' in message
+    assert "konkord report --run two" in message
+
+
+def test_results_file_not_listed(consistent: Path) -> None:
+    write_results(make_results("stray", n_tasks=1), consistent / "results/stray.json")
+    message = build_error()
+    assert "results/stray.json: not listed in runs.json" in message
+    assert 'add a run named "stray"' in message and "or delete the file" in message
+
+
+def test_suite_differs(consistent: Path) -> None:
+    (consistent / "suites/other.yaml").write_text((consistent / "suites/one.yaml").read_text())
+    edit_runs(consistent, {"suite": "suites/other.yaml"})
+    message = build_error()
+    assert 'results/one.json: run "one": its suite is suites/one.yaml, runs.json says ' in message
+    assert "konkord report --run one" in message
+
+
+def test_models_differ(consistent: Path) -> None:
+    edit_runs(consistent, {"models": ["m/a", "m/b", "m/z"]})
+    message = build_error()
+    assert 'results/one.json: run "one": models differ' in message
+    assert "only in the results file: m/c; only in runs.json: m/z" in message
+
+
+def test_judges_differ(consistent: Path) -> None:
+    edit_runs(consistent, {"judges": ["j/x"]}, run=1)
+    message = build_error()
+    assert 'results/two.json: run "two": judges differ' in message
+    assert "only in the results file: j/y; only in runs.json: none" in message
+
+
+def test_unreadable_schema_version(consistent: Path) -> None:
+    path = consistent / "results/one.json"
+    data = json.loads(path.read_text())
+    data["schema_version"] = 99
+    path.write_text(json.dumps(data))
+    message = build_error()
+    assert "results/one.json: schema version 99, but this konkord reads version 1" in message
+    assert "konkord report --run one" in message
+
+
+def test_all_problems_are_reported_together(consistent: Path) -> None:
+    (consistent / "results/two.json").unlink()
+    edit_runs(consistent, {"models": ["m/a", "m/b"]})
+    message = build_error()
+    assert "2 problems" in message
+    assert "results/two.json: missing" in message and "models differ" in message
+    assert not (consistent / "public").exists(), "nothing is written when the inputs disagree"
+
+
+def test_cli_prints_the_error_and_exits_2(consistent: Path) -> None:
+    (consistent / "results/two.json").unlink()
+    result = CliRunner().invoke(cli, ["build", "--offline"])
+    assert result.exit_code == 2
+    assert "results/two.json: missing" in result.output
+
+
+def test_cli_prints_a_line_per_run_and_a_summary(consistent: Path) -> None:
+    result = CliRunner().invoke(cli, ["build", "--offline"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("run one: 7 pages")
+    assert lines[1].startswith("run two: 6 pages")
+    assert lines[-1].startswith("built public/: 2 runs,")
+
+
+def test_missing_results_note_names_the_run_and_what_is_missing(consistent: Path) -> None:
+    (consistent / "results/two.json").unlink()
+    lines: list[str] = []
+    with pytest.raises(KonkordError):
+        build_site(OUT, offline=True, runs_file=RUNS, progress=lines.append)
+    assert any(
+        line.startswith("offline, no model called: run two: results/two.json is missing")
+        and "answers 0 of 4 present" in line
+        for line in lines
+    ), lines
+
+
+def test_no_change_rebuild_rewrites_nothing(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(consistent / "public")
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert summary.written == []
+    assert changed(before, snapshot(consistent / "public")) == set()
+
+
+def test_one_template_change_rewrites_only_its_pages(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(consistent / "public")
+    template = consistent / "templates/task.html"
+    template.write_text(template.read_text().replace("All tasks", "Every task"))
+    build_site(OUT, offline=True, runs_file=RUNS)
+    rewritten = changed(before, snapshot(consistent / "public"))
+    task_pages = {p for p in before if "/tasks/task-" in p}
+    assert rewritten == task_pages | {".konkord-build.json"}
+    assert "Every task" in (consistent / "public/one/tasks/task-001/index.html").read_text()
+
+
+def test_shared_template_change_rewrites_the_pages_that_include_it(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(consistent / "public")
+    macros = consistent / "templates/_macros.html"
+    macros.write_text(macros.read_text().replace("calibrated against", "calibrated with"))
+    build_site(OUT, offline=True, runs_file=RUNS)
+    rewritten = changed(before, snapshot(consistent / "public"))
+    # The badge is drawn by a macro that the leaderboard and calibration templates import;
+    # the tasks index and the site-wide pages do not import it.
+    assert {"one/index.html", "one/calibration/index.html"} <= rewritten
+    assert "two/index.html" in rewritten
+    assert not rewritten & {"index.html", "404.html", "one/tasks/index.html"}
+
+
+def test_one_results_change_rewrites_only_that_runs_pages(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(consistent / "public")
+    changed_run = make_results(
+        "two", models=["m/a", "m/d"], judges=["j/x", "j/y"], n_tasks=2, date="2026-11-28"
+    )
+    write_results(changed_run, consistent / "results/two.json")
+    build_site(OUT, offline=True, runs_file=RUNS)
+    rewritten = changed(before, snapshot(consistent / "public"))
+    assert rewritten, "the changed run was rebuilt"
+    assert all(
+        p.startswith("two/") or p in {"results/two.json", "index.html", ".konkord-build.json"}
+        for p in rewritten
+    ), rewritten
+    # The runs index shows the new date, so it changes too; no page of run one does.
+    assert not [p for p in rewritten if p.startswith("one/")]
+
+
+def test_removed_run_pages_are_removed(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    data = json.loads((consistent / "runs.json").read_text())
+    data["runs"] = data["runs"][:1]
+    (consistent / "runs.json").write_text(json.dumps(data))
+    (consistent / "results/two.json").unlink()
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert "two/index.html" in summary.removed
+    assert not (consistent / "public/two").exists()
+    assert not (consistent / "public/results/two.json").exists()
+    assert (consistent / "public/one/index.html").is_file()
+
+
+def test_two_builds_of_the_same_inputs_are_byte_identical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trees = []
+    for name in ("first", "second"):
+        root = tmp_path / name
+        root.mkdir()
+        write_project(root, small_runs())
+        monkeypatch.chdir(root)
+        build_site(OUT, offline=True, runs_file=RUNS)
+        trees.append({k: v[1] for k, v in snapshot(root / "public").items()})
+    assert trees[0] == trees[1]
+    assert len(trees[0]) > 10
+
+
+def test_deleted_output_is_rewritten(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    (consistent / "public/one/index.html").unlink()
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert summary.written == ["one/index.html"]
+
+
+def test_broken_template_is_a_clear_error(consistent: Path) -> None:
+    (consistent / "templates/tasks.html").write_text("{% block nope %}")
+    message = build_error()
+    assert "templates/tasks.html:1: TemplateSyntaxError" in message
+
+
+def test_reserved_run_name(consistent: Path) -> None:
+    edit_runs(consistent, {"name": "static"})
+    assert 'run name "static" is reserved' in build_error()
