@@ -22,6 +22,16 @@ def answer_sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def answer_shas(answers: Mapping[tuple[str, str], Record]) -> dict[tuple[str, str], str]:
+    """(task_id, model) -> answer_sha for answer records with text, e.g. from
+    `konkord.stages.run.current_answers`; pass it to `load_verdicts` to drop stale verdicts."""
+    return {
+        key: answer_sha(str(record["text"]))
+        for key, record in answers.items()
+        if record.get("error") is None and record.get("text") is not None
+    }
+
+
 @dataclass(frozen=True)
 class CombinedVerdict:
     """One judge's verdict on one pair of one task, both orders taken together."""

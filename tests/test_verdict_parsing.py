@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from konkord.judge_frame import parse_verdict
+from konkord.verdicts import combine_verdicts, flip_rate
 
 NONE = None
 # (id, raw response, expected position or None)
@@ -71,3 +72,64 @@ def test_rationale_is_the_text_before_the_verdict_line() -> None:
 
 def test_empty_response_says_so() -> None:
     assert parse_verdict("   ").detail == "the response is empty"
+
+
+# Combining the two orders of a pair (konkord.verdicts).
+
+
+def record(order: str, winner: str | None, kind: str = "verdict", sha_a: str = "sa") -> dict:
+    return {
+        "kind": kind,
+        "task_id": "t1",
+        "model_a": "m-a",
+        "model_b": "m-b",
+        "order": order,
+        "judge": "j",
+        "frame_hash": "f",
+        "winner": winner,
+        "answer_a_sha": sha_a,
+        "answer_b_sha": "sb",
+    }
+
+
+COMBINE: list[tuple[str, list[dict], str | None, bool, bool]] = [
+    ("agree-a", [record("ab", "m-a"), record("ba", "m-a")], "m-a", False, True),
+    ("agree-tie", [record("ab", "tie"), record("ba", "tie")], "tie", False, True),
+    ("position-follows", [record("ab", "m-a"), record("ba", "m-b")], "tie", True, True),
+    ("win-against-tie", [record("ab", "m-b"), record("ba", "tie")], "tie", True, True),
+    ("one-order", [record("ab", "m-a")], None, False, False),
+    ("one-failed", [record("ab", "m-a"), record("ba", None, "failure")], None, False, False),
+    (
+        "different-answers",
+        [record("ab", "m-a"), record("ba", "m-a", sha_a="changed")],
+        None,
+        False,
+        False,
+    ),
+    (
+        "later-record-wins",
+        [record("ab", "m-b"), record("ba", "m-a"), record("ab", "m-a")],
+        "m-a",
+        False,
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "records", "winner", "flipped", "complete"), COMBINE, ids=[c[0] for c in COMBINE]
+)
+def test_combine(
+    name: str, records: list[dict], winner: str | None, flipped: bool, complete: bool
+) -> None:
+    (combined,) = combine_verdicts(records)
+    assert (combined.winner, combined.flipped, combined.complete) == (winner, flipped, complete)
+    assert combined.pair == ("m-a", "m-b")
+
+
+def test_flip_rate_counts_complete_pairs_only() -> None:
+    both = [record("ab", "m-a"), record("ba", "m-b")]
+    other = [{**r, "task_id": "t2"} for r in (record("ab", "m-a"), record("ba", "m-a"))]
+    lone = [{**record("ab", "m-a"), "task_id": "t3"}]
+    assert flip_rate(combine_verdicts(both + other + lone)) == 0.5
+    assert flip_rate(combine_verdicts(lone)) is None
