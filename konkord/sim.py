@@ -339,8 +339,15 @@ CURT_CLOSING = "That's all I can do."
 
 
 def policy_facts(context: str) -> list[str]:
-    """The policy facts of a context: its bullet lines, or else its sentences."""
-    bullets = [m.group(1) for line in context.splitlines() if (m := _BULLET.match(line))]
+    """The policy facts of a context: its bullet or numbered items, or else its sentences."""
+    bullets: list[str] = []
+    for line in context.splitlines():
+        if found := _BULLET.match(line):
+            bullets.append(found.group(1))
+        elif bullets and line.startswith((" ", "\t")) and line.strip():
+            bullets[-1] += " " + line.strip()  # an item continued on the next line
+        elif bullets and not line.strip():
+            continue
     if bullets:
         return bullets
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", context) if len(s.split()) >= 4]
@@ -370,7 +377,43 @@ def _misstated(fact: str, known: set[str]) -> str | None:
     return None
 
 
+_EMPATHY = (
+    "I know how frustrating it is when something doesn't go to plan, and I want to make sure "
+    "this is sorted out properly for you."
+)
+
+
+def _reply_answer(view: TaskView, defects: int, verbose: bool) -> str:
+    """The reference reply, with `defects` visible policy breaks written into it."""
+    assert view.reference is not None
+    paragraphs = [p.strip() for p in view.reference.strip().split("\n\n") if p.strip()]
+    signoff = None
+    if len(paragraphs) > 1 and len(paragraphs[-1].split()) <= 4:
+        signoff = paragraphs.pop()
+    if defects >= 2:
+        known = _known_numbers(view)
+        for index, paragraph in enumerate(paragraphs[1:], start=1):
+            if (misquoted := _misstated(paragraph, known)) is not None:
+                paragraphs[index] = misquoted
+                break
+        else:
+            paragraphs.append(EXCEPTION_PHRASES[1])
+    if defects >= 3:
+        if len(paragraphs) > 2:
+            paragraphs[-1] = CURT_CLOSING
+        else:
+            paragraphs.append(CURT_CLOSING)
+    if defects >= 1:
+        paragraphs.append(EXCEPTION_PHRASES[0])
+    if verbose:
+        paragraphs.append(_EMPATHY)
+    if signoff is not None:
+        paragraphs.append(signoff)
+    return "\n\n".join(paragraphs)
+
+
 def _support_answer(view: TaskView, defects: int, verbose: bool, rng: random.Random) -> str:
+    """No reference: a reply composed from the policy fact closest to the customer's message."""
     fact = relevant_fact(policy_facts(view.context), view.prompt).rstrip(".")
     fact_text = fact[0].lower() + fact[1:] if fact[:2] != fact[:2].upper() else fact
     statement = f"Our policy is that {fact_text}."
@@ -383,10 +426,7 @@ def _support_answer(view: TaskView, defects: int, verbose: bool, rng: random.Ran
     if defects >= 1:
         lines.append(EXCEPTION_PHRASES[0])
     if verbose:
-        lines.append(
-            "I know how frustrating it is when something doesn't go to plan, and I want to make "
-            "sure this is sorted out properly for you."
-        )
+        lines.append(_EMPATHY)
     if defects >= 3:
         lines.append(CURT_CLOSING)
     else:
@@ -421,6 +461,8 @@ def sim_answer(model: str, messages: list[dict[str, Any]], seed: int | None) -> 
     verbose = rng.random() < params.verbosity
     if view.reference is not None and _code_of(view.reference) is not None:
         return _code_answer(view, defects, verbose, rng)
+    if view.reference is not None:
+        return _reply_answer(view, defects, verbose)
     if view.context and policy_facts(view.context):
         return _support_answer(view, defects, verbose, rng)
     return _generic_answer(view, defects, verbose, rng)
@@ -448,8 +490,7 @@ def read_answer(answer: str, view: TaskView) -> Reading:
         if regions == 0:
             return Reading(0, "matches the reference behaviour")
         return Reading(regions, f"departs from the reference in {_first_change(reference, code)}")
-    facts = policy_facts(view.context) if view.context else []
-    if facts:
+    if view.reference is not None or (view.context and policy_facts(view.context)):
         return _read_support(answer, view)
     wrong = []
     for x, y, z in re.findall(r"(\d+) x (\d+) = (-?\d+)", answer):
@@ -472,7 +513,8 @@ def _first_change(reference: str, code: str) -> str:
 
 
 def _known_numbers(view: TaskView) -> set[str]:
-    return set(_NUMBER.findall(view.context + " " + view.prompt))
+    """Numbers a correct reply may quote: those of the policy, the ticket and the reference."""
+    return set(_NUMBER.findall(f"{view.context} {view.prompt} {view.reference or ''}"))
 
 
 def _read_support(answer: str, view: TaskView) -> Reading:
