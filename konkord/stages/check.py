@@ -123,7 +123,7 @@ def current_check_results(spec: RunSpec) -> dict[CheckKey, Record]:
     }
 
 
-def tests_passed(spec: RunSpec) -> dict[tuple[str, str], bool]:
+def passes_tests(spec: RunSpec) -> dict[tuple[str, str], bool]:
     """Whether each current answer passed its task's tests, by (task_id, model).
 
     The input `konkord.stats.objective.objective_block` needs; answers without a current

@@ -159,7 +159,7 @@ def objective_block(
     """The objective block for ONE judge's combined verdicts, and for labels where given.
 
     `passed` maps (task_id, model) to whether that answer passed `tests`
-    (`konkord.stages.check.tests_passed(spec)` builds it)."""
+    (`konkord.stages.check.passes_tests(spec)` builds it)."""
     verdicts = list(verdicts)
     counts = {"objective": 0, "both_passed": 0, "both_failed": 0, "untested": 0}
     for item in verdicts:
