@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import FAKE_KEY, REPO
+
 from konkord.checks.runner import run_check, run_tests
 from konkord.checks.sandbox import Limits, bwrap_path
 from konkord.cli import cli
