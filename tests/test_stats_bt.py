@@ -104,7 +104,10 @@ def test_matches_choix_and_scipy_without_ties_or_prior(seed: int) -> None:
     comp, i, j, score = _random_field(seed, 8, 40, ties=False)
     fit = fit_bt(comp, prior=0.0)
     assert fit.converged and fit.iterations < 15
-    data = [(int(a), int(b)) if s == 1 else (int(b), int(a)) for a, b, s in zip(i, j, score)]
+    data = [
+        (int(a), int(b)) if s == 1 else (int(b), int(a))
+        for a, b, s in zip(i, j, score, strict=True)
+    ]
     ref_choix = choix.opt_pairwise(8, data, alpha=0.0, method="Newton-CG", tol=1e-12)
     ref_choix -= ref_choix.mean()
     assert np.abs(fit.log_strength - ref_choix).max() < 1e-6

@@ -5,9 +5,14 @@ failing one is simply wrong, and no person had to label anything to know it. The
 computed for human labels on those pairs, so judge and person are both measured against a
 reference neither of them chose. Pure: plain tuples in, frozen dataclasses out.
 
-Verdicts and labels are `(task_id, model_a, model_b, winner)` tuples, or any objects with those
-attributes (a `konkord.verdicts.CombinedVerdict` works as is); `winner` is a model name, "tie",
-or None (an incomplete verdict, or a withdrawn label), which is left out.
+Verdicts and labels are `(task_id, model_a, model_b, winner)` tuples, mappings with those keys
+(verdict and label records), or objects with those attributes (a `CombinedVerdict` works as is);
+`winner` is a model name, "tie", or None (an incomplete verdict, a withdrawn label), left out.
+
+Two views of the judge: the combined verdicts (both orders must agree, else a flipped tie), and
+the single calls, one per order. A judge that always picks "Answer 1" ties every combined pair,
+and on the calls agrees with the tests exactly half the time; one that reads the code agrees on
+both views.
 """
 
 from __future__ import annotations
@@ -80,7 +85,8 @@ class ObjectiveBlock:
     both_passed: int
     both_failed: int
     untested: int  # judged pairs where an answer has no tests result
-    judge: Side
+    judge: Side  # combined verdicts (both orders)
+    calls: Side | None  # single judge calls, one per order; None when not given
     human: Side | None  # None when no label falls on an objective pair
 
 
@@ -106,10 +112,11 @@ def agreement(outcomes: Iterable[Outcome]) -> Agreement:
 def _fields(item: Any) -> tuple[str, str, str, str | None]:
     if isinstance(item, tuple | list):
         task_id, model_a, model_b, winner = item[:4]
+    elif isinstance(item, Mapping):
+        task_id, model_a, model_b = item["task_id"], item["model_a"], item["model_b"]
+        winner = item.get("winner")
     else:
-        task_id, model_a, model_b, winner = (
-            item.task_id, item.model_a, item.model_b, item.winner
-        )
+        task_id, model_a, model_b, winner = (item.task_id, item.model_a, item.model_b, item.winner)
     return str(task_id), str(model_a), str(model_b), None if winner is None else str(winner)
 
 
@@ -154,12 +161,16 @@ def _side(items: Iterable[Any], passed: PassMap) -> Side | None:
 
 
 def objective_block(
-    verdicts: Iterable[Any], passed: PassMap, labels: Iterable[Any] | None = None
+    verdicts: Iterable[Any],
+    passed: PassMap,
+    labels: Iterable[Any] | None = None,
+    calls: Iterable[Any] | None = None,
 ) -> ObjectiveBlock:
-    """The objective block for ONE judge's combined verdicts, and for labels where given.
+    """The objective block for ONE judge's combined verdicts, its calls and labels if given.
 
     `passed` maps (task_id, model) to whether that answer passed `tests`
-    (`konkord.stages.check.passes_tests(spec)` builds it)."""
+    (`konkord.stages.check.passes_tests(spec)` builds it). `calls` are the judge's verdict
+    records, one per order (kind "verdict"; failures have no winner and are left out)."""
     verdicts = list(verdicts)
     counts = {"objective": 0, "both_passed": 0, "both_failed": 0, "untested": 0}
     for item in verdicts:
@@ -173,11 +184,13 @@ def objective_block(
             counts["both_passed" if a else "both_failed"] += 1
     judge = _side(verdicts, passed) or Side(agreement([]), (), (), 0)
     human = _side(labels, passed) if labels is not None else None
+    order_calls = _side(calls, passed) if calls is not None else None
     return ObjectiveBlock(
         objective_pairs=counts["objective"],
         both_passed=counts["both_passed"],
         both_failed=counts["both_failed"],
         untested=counts["untested"],
         judge=judge,
+        calls=order_calls,
         human=human,
     )
