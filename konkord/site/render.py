@@ -212,7 +212,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         seconds=fmt_seconds,
         winner=winner_text,
     )
-    env.globals.update(anchor=anchor, csp=CSP, site_version=__version__)
+    env.globals.update(anchor=anchor, csp=Markup(CSP), site_version=__version__)
     return env
 
 

@@ -273,7 +273,7 @@ class SiteRenderer:
 
     def page_digest(self, template: str, data_key: str, content: tuple[str, ...]) -> str:
         shas = [self.content[name].sha if name in self.content else None for name in content]
-        return input_hash(__version__, self.template_hash(template), data_key, self.nav_key, shas)
+        return input_hash(self.code_key, self.template_hash(template), data_key, self.nav_key, shas)
 
     def render(self, plan: PagePlan, digest: str) -> None:
         try:
