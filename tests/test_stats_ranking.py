@@ -1,0 +1,133 @@
+"""Rankings: difference intervals, chained rank groups, claims in words, tasks to separate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from konkord.stats.bt import BTFit, expected_win_rate
+from konkord.stats.ranking import (
+    describe_claims,
+    describe_separations,
+    pairwise_differences,
+    rank,
+    tasks_to_separate,
+)
+from konkord.stats.resample import Bootstrap, bootstrap
+from konkord.stats.simfield import simulate_field
+
+NAMES = ["alpha", "bravo", "charlie", "delta"]
+
+
+def _hand_bootstrap(point: list[float], draws: np.ndarray, n_tasks: int = 25) -> Bootstrap:
+    """A bootstrap with chosen draws and plain percentile intervals, to test the logic alone."""
+    beta = np.asarray(point, dtype=float)
+    m = beta.size
+    fit = BTFit(
+        log_strength=beta,
+        rating=np.exp(beta),
+        expected_win_rate=expected_win_rate(beta),
+        raw_win_rate=np.full(m, 0.5),
+        comparisons=np.ones(m, dtype=np.int64),
+        iterations=1,
+        gradient_norm=0.0,
+        converged=True,
+        prior=0.5,
+    )
+    return Bootstrap(
+        mode="task",
+        method="percentile",
+        expand=False,
+        level=0.95,
+        seed=0,
+        n_units=n_tasks,
+        n_tasks=n_tasks,
+        point=fit,
+        log_strength=draws,
+        rating=np.exp(draws),
+        expected_win_rate=expected_win_rate(draws),
+        raw_win_rate=np.full(draws.shape, 0.5),
+        jackknife=None,
+        iterations_max=1,
+        n_converged=draws.shape[0],
+        n_fits=draws.shape[0],
+    )
+
+
+def _draws(point: list[float], spread: list[float], n: int = 4001) -> np.ndarray:
+    """Draws shifted by a shared uniform noise per model, so each difference has a known range."""
+    u = np.linspace(-1.0, 1.0, n)
+    return np.asarray(point)[None, :] + np.outer(u, spread)
+
+
+def test_groups_chain_through_unseparated_neighbours() -> None:
+    # a-b and b-c are not separated, a-c is: one chained group, yet "alpha above charlie".
+    point = [0.6, 0.3, 0.0]
+    draws = _draws(point, [0.0, 0.5, 0.0])  # b moves by +-0.5: a-b and b-c straddle 0
+    ranking = rank(_hand_bootstrap(point, draws))
+    assert ranking.groups == ((0, 1, 2),)
+    assert ranking.rank_group.tolist() == [1, 1, 1]
+    assert [(c.upper, c.lower) for c in ranking.claims] == [(0, 2)]
+    assert describe_claims(ranking, NAMES) == ["alpha ranks above charlie."]
+    assert len(ranking.separations) == 2
+
+
+def test_overlapping_model_intervals_can_still_be_separated() -> None:
+    # Both strengths move together: their own intervals overlap, their difference does not.
+    point = [0.2, 0.0]
+    draws = _draws(point, [1.0, 1.0])
+    boot = _hand_bootstrap(point, draws)
+    own = boot.intervals()["log_strength"]
+    assert own.lower[0] < own.upper[1]
+    diffs = pairwise_differences(boot)
+    assert diffs.lower[0, 1] == pytest.approx(0.2)
+    assert diffs.separated(0, 1) and not diffs.separated(0, 0)
+    assert diffs.prob_above[0, 1] == 1.0 and diffs.prob_above[1, 0] == 0.0
+    assert rank(boot).groups == ((0,), (1,))
+
+
+def test_prob_above_is_the_share_of_resamples() -> None:
+    point = [0.1, 0.0]
+    draws = np.array([[0.0, 0.1], [0.2, 0.0], [0.3, 0.0], [0.0, 0.0]])
+    diffs = pairwise_differences(_hand_bootstrap(point, draws))
+    assert diffs.prob_above[0, 1] == pytest.approx((2 + 0.5) / 4)
+    assert diffs.prob_above[1, 0] == pytest.approx((1 + 0.5) / 4)
+
+
+def test_tasks_to_separate_scales_with_the_square_of_width_over_gap() -> None:
+    # At even odds the near edge must move from -0.5 to 0: width 1.0 -> 0.5, tasks x 4.
+    assert tasks_to_separate(0.5, 1.0, 25, power=0.5) == 100
+    z = 1.959963984540054
+    want = math.ceil(25 * ((z + 0.8416212335729143) / z * 1.0 / 0.5) ** 2)
+    assert tasks_to_separate(0.5, 1.0, 25, power=0.8) == want
+    assert tasks_to_separate(0.0, 1.0, 25) is None
+    assert tasks_to_separate(-0.5, 1.0, 25, power=0.5) == 100
+
+
+def test_separation_estimate_for_an_unseparated_pair() -> None:
+    point = [0.5, 0.0]
+    draws = _draws(point, [0.0, 1.0])  # difference interval about 0.5 -+ 0.95
+    ranking = rank(_hand_bootstrap(point, draws, n_tasks=30))
+    (sep,) = ranking.separations
+    assert (sep.upper, sep.lower) == (0, 1)
+    assert sep.half_width == pytest.approx(0.95, abs=1e-3)
+    assert sep.tasks_even_odds == math.ceil(30 * (sep.half_width / 0.5) ** 2)
+    text = describe_separations(ranking, NAMES)[0]
+    assert text.startswith("alpha and bravo are not separated at 30 tasks")
+    assert f"about {sep.tasks_needed} tasks" in text
+
+
+def test_clear_field_is_fully_ordered_and_level_field_claims_nothing() -> None:
+    clear = simulate_field(4, 60, seed=1, strength=[3.0, 1.0, -1.0, -3.0])
+    ranking = rank(bootstrap(clear.comparisons, n_resamples=300, seed=0))
+    assert ranking.order.tolist() == [0, 1, 2, 3]
+    assert ranking.groups == ((0,), (1,), (2,), (3,))
+    assert len(ranking.claims) == 6 and not ranking.separations
+    assert describe_claims(ranking, NAMES)[0] == "alpha ranks above bravo, charlie and delta."
+
+    level = simulate_field(4, 20, seed=2, strength=[0.0, 0.0, 0.0, 0.0])
+    ranking = rank(bootstrap(level.comparisons, n_resamples=300, seed=0))
+    assert len(ranking.groups) == 1 and not ranking.claims
+    assert describe_claims(ranking, NAMES)[0].startswith("The data supports no ordering")
