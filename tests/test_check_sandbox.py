@@ -286,3 +286,17 @@ def test_missing_bwrap_refuses_with_how_to_install_it(monkeypatch: pytest.Monkey
     with pytest.raises(KonkordError, match=r"apt-get install bubblewrap.*--sandbox none"):
         require_sandbox("bwrap")
     require_sandbox("none")  # explicitly unsandboxed: allowed
+
+
+def test_control_without_a_sandbox_the_same_answers_do_reach_outside(outside: Path) -> None:
+    """The containment tests above can fail: unconfined, these answers succeed."""
+    secret = outside / "secret.txt"
+    secret.write_text("top secret")
+    answer = (
+        f"print(open({str(secret)!r}).read())\n"
+        f"import os\nos.remove({str(outside / 'canary.txt')!r})\n"
+    )
+    result = run_tests(answer, "pass\n", LIMITS, "none")
+    assert result.passed and result.sandbox == "none"
+    assert "top secret" in result.output
+    assert not (outside / "canary.txt").exists()

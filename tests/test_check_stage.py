@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -245,3 +246,23 @@ def test_records_are_json_lines_with_the_documented_fields(spec: RunSpec) -> Non
         for field in ("kind", "created_at", "task_id", "model", "check", "answer_sha",
                       "passed", "reason", "duration_s", "output", "sandbox"):
             assert field in record, field
+
+
+def test_a_checker_error_is_not_recorded_and_the_run_goes_on(
+    spec: RunSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import konkord.stages.check as stage
+
+    real = stage.run_check
+
+    def flaky(check: str, task: Any, *args: Any) -> Any:
+        if (task.id, check) == ("double", "compiles"):
+            raise OSError("cannot fork")
+        return real(check, task, *args)
+
+    monkeypatch.setattr(stage, "run_check", flaky)
+    limited = RunSpec(**{**spec.__dict__, "models": ("m/good",)})
+    summary = check_run(limited, sandbox="none", limits=LIMITS)
+    assert summary.checked == 4
+    assert summary.errors == ["double / m/good / compiles: cannot fork"]
+    assert missing_checks(limited, "none") == 1

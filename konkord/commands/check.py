@@ -86,3 +86,8 @@ def check(run_name: str, concurrency: int, sandbox: str) -> None:
         click.echo(f"  failed: {line}", err=True)
     if len(summary.failures) > 10:
         click.echo(f"  ... and {len(summary.failures) - 10} more failures", err=True)
+    for line in summary.errors:
+        click.secho(f"  could not check: {line}", fg="red", err=True)
+    if summary.errors:
+        click.echo("run the same command again to retry the checks that could not run", err=True)
+        raise SystemExit(1)

@@ -8,6 +8,7 @@ A `tests` result made without a sandbox is redone when the bwrap sandbox is aske
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class CheckSummary:
     no_answer: int = 0  # (task, model) whose answer is missing or failed to generate
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # check -> (passed, of)
     failures: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # checks that could not run; not recorded
 
 
 def tests_sha(task: Task) -> str:
@@ -194,7 +196,16 @@ def check_run(
         futures = {pool.submit(check_one, item): item for item in todo}
         for future in as_completed(futures):
             item = futures[future]
-            result = future.result()
+            try:
+                result = future.result()
+            except (OSError, subprocess.SubprocessError) as exc:
+                # The checker, not the answer, failed (a tool vanished, no memory to fork):
+                # nothing is recorded, so the next run tries again.
+                summary.errors.append(f"{item.task.id} / {item.model} / {item.check}: {exc}")
+                done += 1
+                if on_progress:
+                    on_progress(done, len(items))
+                continue
             log.append("checks", _record(item, result, language, limits))
             summary.checked += 1
             if result.passed:
