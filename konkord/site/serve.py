@@ -155,14 +155,27 @@ def _watch(
     accept: Callable[[str], bool],
     changes: queue.Queue[set[str]],
     stop: threading.Event,
+    ready: threading.Event,
 ) -> None:
+    """Queue the relevant changed paths until `stop`; `ready` is set once the watch is live."""
     import watchfiles
 
     if not paths:
+        ready.set()
         return
+    # A short timeout makes the watcher yield an empty batch as soon as it is set up, which
+    # is how we know that an edit made from now on will be seen.
     for batch in watchfiles.watch(
-        *paths, recursive=recursive, debounce=300, step=50, stop_event=stop, raise_interrupt=False
+        *paths,
+        recursive=recursive,
+        debounce=300,
+        step=50,
+        rust_timeout=200,
+        yield_on_timeout=True,
+        stop_event=stop,
+        raise_interrupt=False,
     ):
+        ready.set()
         relevant = {path for _, path in batch if accept(path)}
         if relevant:
             changes.put(relevant)
@@ -241,34 +254,29 @@ class SiteServer:
             self.rebuild("changed: " + ", ".join(names[:3]) + (" ..." if len(names) > 3 else ""))
 
     def start(self) -> SiteServer:
-        """Build once, then serve, watch and rebuild in background threads."""
+        """Watch, build once, then serve and rebuild in background threads."""
         self.out.mkdir(parents=True, exist_ok=True)
-        self.rebuild("start")
         dirs, root = _watch_roots(self.runs_file)
         out_dir = str(self.out.resolve())
         runs_path = str(self.runs_file.resolve())
-        threads = [
-            threading.Thread(target=self.httpd.serve_forever, daemon=True),
-            threading.Thread(target=self._builder, daemon=True),
-            threading.Thread(
-                target=_watch,
-                args=(
-                    [d.resolve() for d in dirs],
-                    True,
-                    lambda p: not p.startswith(out_dir),
-                    self.changes,
-                    self.stop,
-                ),
-                daemon=True,
-            ),
-            threading.Thread(
-                target=_watch,
-                args=([root], False, lambda p: p == runs_path, self.changes, self.stop),
-                daemon=True,
-            ),
+        watches = [
+            ([d.resolve() for d in dirs], True, lambda p: not p.startswith(out_dir)),
+            ([root], False, lambda p: p == runs_path),
         ]
-        for thread in threads:
-            thread.start()
+        ready = []
+        for paths, recursive, accept in watches:
+            event = threading.Event()
+            ready.append(event)
+            threading.Thread(
+                target=_watch,
+                args=(paths, recursive, accept, self.changes, self.stop, event),
+                daemon=True,
+            ).start()
+        for event in ready:
+            event.wait(timeout=10)
+        self.rebuild("start")
+        threading.Thread(target=self._builder, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.echo(f"serving http://127.0.0.1:{self.port}/ from {self.out}/ (Ctrl-C to stop)")
         return self
 
