@@ -36,6 +36,15 @@ GOOD = "def add(a, b):\n    return a + b\n"
 GOOD_TESTS = "assert add(2, 3) == 5\n"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def working_sandbox() -> None:
+    """bwrap is installed: it must also work, or every test here fails with the reason."""
+    try:
+        require_sandbox("bwrap")
+    except KonkordError as exc:
+        pytest.fail(str(exc))
+
+
 def leftover_processes() -> list[str]:
     """Command lines of processes started by these tests' sandboxes that are still alive."""
     found = []
