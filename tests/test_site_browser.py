@@ -1,0 +1,212 @@
+"""The fixture site in a real browser: Debian's headless Chromium, driven by Playwright,
+on a plain static server (as a static host would serve it: no konkord in between)."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures_site import HOSTILE_ANSWERS, standard_runs, write_project
+
+from konkord.results import Results
+from konkord.stages.build import build_site
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
+    ),
+]
+SCREENSHOTS = Path(os.environ.get("KONKORD_SCREENSHOTS", "/tmp/konkord-screenshots"))
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Results]]]:
+    root = tmp_path_factory.mktemp("browser")
+    runs = standard_runs()
+    write_project(root, runs)
+    old = Path.cwd()
+    os.chdir(root)
+    try:
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    finally:
+        os.chdir(old)
+    handler = functools.partial(QuietHandler, directory=str(root / "public"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", runs
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield chromium
+        chromium.close()
+
+
+class Watched:
+    """A page with every console error, page error, dialog and outside request recorded."""
+
+    def __init__(self, browser: Any, base: str, width: int = 1280) -> None:
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.errors.append(f"dialog: {d.message}"), d.dismiss()))
+        self.page.on(
+            "request",
+            lambda r: not r.url.startswith((base, "data:")) and self.outside.append(r.url),
+        )
+
+    def close(self) -> None:
+        self.page.close()
+
+
+def test_leaderboard_lists_models_in_rank_order_with_intervals(
+    site: tuple[str, list[Results]], browser: Any
+) -> None:
+    base, runs = site
+    watched = Watched(browser, base)
+    watched.page.goto(f"{base}/alpha/")
+    rows = watched.page.locator("#judge-1 table.leaderboard tbody tr")
+    models = rows.locator("td.model").all_inner_texts()
+    assert models == [r.model for r in runs[0].judge_blocks[0].ratings]
+    rates = rows.locator("td.winrate").all_inner_texts()
+    for text, rating in zip(rates, runs[0].judge_blocks[0].ratings, strict=True):
+        wr = rating.win_rate_vs_field
+        assert text == f"{100 * wr.estimate:.1f}% ({100 * wr.low:.1f}% to {100 * wr.high:.1f}%)"
+    assert watched.page.locator("#judge-1 svg.forest line.interval").count() == len(models)
+    assert watched.errors == [] and watched.outside == []
+    watched.close()
+
+
+def test_task_deep_link_opens_the_right_task(site: tuple[str, list[Results]], browser: Any) -> None:
+    base, runs = site
+    task = runs[0].tasks[1]
+    watched = Watched(browser, base)
+    watched.page.goto(f"{base}/alpha/tasks/")
+    watched.page.click(f"a[href='{task.id}/']")
+    watched.page.wait_for_url(f"{base}/alpha/tasks/{task.id}/")
+    assert watched.page.locator("#task-title code").inner_text() == task.id
+    assert watched.page.locator("article.answer").count() == len(task.answers)
+    # A deep link to one comparison lands on it.
+    anchor = watched.page.locator("article.comparison").nth(2).get_attribute("id")
+    watched.page.goto(f"{base}/alpha/tasks/{task.id}/#{anchor}")
+    assert watched.page.evaluate("document.querySelector(':target').id") == anchor
+    assert watched.page.locator(f"#{anchor}").is_visible()
+    assert watched.errors == []
+    watched.close()
+
+
+def test_no_console_errors_on_any_kind_of_page(
+    site: tuple[str, list[Results]], browser: Any
+) -> None:
+    base, _ = site
+    paths = [
+        "/",
+        "/about/",
+        "/404.html",
+        "/alpha/",
+        "/alpha/methodology/",
+        "/alpha/calibration/",
+        "/alpha/tasks/",
+        "/alpha/tasks/task-001/",
+        "/sim-demo/",
+        "/sim-demo/calibration/",
+        "/hostile/",
+        "/hostile/tasks/hostile/",
+    ]
+    watched = Watched(browser, base)
+    for path in paths:
+        response = watched.page.goto(base + path)
+        assert response is not None and response.status == 200, path
+        assert watched.page.locator("link[rel=stylesheet]").count() == 1
+        # The stylesheet really applied: the header is laid out as flex.
+        assert (
+            watched.page.evaluate("getComputedStyle(document.querySelector('header.site')).display")
+            == "flex"
+        ), path
+    assert watched.errors == [], watched.errors
+    assert watched.outside == [], watched.outside
+    watched.close()
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_hostile_answers_execute_nothing_and_keep_the_layout(
+    site: tuple[str, list[Results]], browser: Any, width: int
+) -> None:
+    base, _ = site
+    watched = Watched(browser, base, width)
+    watched.page.goto(f"{base}/hostile/tasks/hostile/")
+    page = watched.page
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("script, iframe, form, input, img").count() == 0
+    # Clicking the hostile link does nothing either.
+    link = page.get_by_text("click me", exact=False).first
+    link.click()
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.url.startswith(f"{base}/hostile/tasks/hostile/")
+    # Layout: no horizontal overflow of the page, every answer in its own box inside main,
+    # and the footer after main, all where they belong.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    answers = page.locator("main article.answer")
+    assert answers.count() == len(HOSTILE_ANSWERS)
+    main_box = page.locator("main").bounding_box()
+    for index in range(answers.count()):
+        box = answers.nth(index).bounding_box()
+        assert box["x"] >= main_box["x"] - 1
+        assert box["x"] + box["width"] <= main_box["x"] + main_box["width"] + 1
+        # A megabyte of text scrolls inside its box instead of stretching the page.
+        assert box["height"] < 2000
+    assert page.evaluate(
+        "document.querySelector('main').compareDocumentPosition(document.querySelector('footer.site'))"
+        " & Node.DOCUMENT_POSITION_FOLLOWING"
+    )
+    assert page.locator("main section.judge article.comparison").count() == 3
+    assert watched.errors == [] and watched.outside == []
+    watched.close()
+
+
+def test_screenshots_of_the_leaderboard(site: tuple[str, list[Results]], browser: Any) -> None:
+    """Phone and laptop screenshots, kept for a person to look at (not compared)."""
+    base, _ = site
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name, width in (("phone", 390), ("laptop", 1280)):
+        watched = Watched(browser, base, width)
+        watched.page.goto(f"{base}/alpha/")
+        assert watched.page.evaluate(
+            "document.documentElement.scrollWidth <= window.innerWidth + 1"
+        )
+        watched.page.screenshot(path=str(SCREENSHOTS / f"leaderboard-{name}.png"), full_page=False)
+        watched.close()
+    assert (SCREENSHOTS / "leaderboard-phone.png").stat().st_size > 0
