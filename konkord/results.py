@@ -185,12 +185,26 @@ class HumanHuman(Strict):
     shared_items: int
 
 
+class GroupCalibration(Strict):
+    """Agreement on one subset of tasks (e.g. one turn of multi-turn tasks), with and without
+    ties and against people, so figures can be set beside published per-subset tables."""
+
+    key: str
+    label: str | None = None
+    agreement: Proportion
+    agreement_no_ties: Proportion
+    human_human: HumanHuman | None = None
+
+
 class Calibration(Strict):
     """What the human labels say about one judge; `status` is "uncalibrated" without labels."""
 
     status: Literal["calibrated", "uncalibrated"]
     labels: int = 0
     labellers: list[str] = []
+    unmatched_labels: int = Field(
+        default=0, description="Labels with no complete verdict of this judge to compare with."
+    )
     agreement: Proportion | None = None
     kappa: Kappa | None = None
     confusion: Confusion | None = None
@@ -202,6 +216,7 @@ class Calibration(Strict):
     by_pair: list[KeyedRate] = []
     by_length_quartile: list[KeyedRate] = []
     per_labeller: list[KeyedRate] = []
+    by_turn: list[GroupCalibration] = []
     human_human: HumanHuman | None = None
     disagreements: list[Disagreement] = []
     objective: dict[str, Any] | None = Field(
