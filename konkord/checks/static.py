@@ -7,6 +7,7 @@ so a result depends on the answer alone and not on where `konkord check` was sta
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -95,8 +96,24 @@ def check_ruff(code: str) -> CheckResult:
     return _run_tool("ruff_clean", args, code)
 
 
+def mypy_cache_dir() -> str:
+    """A cache shared by this user's mypy runs (typeshed analysed once: ~1.3 s -> ~0.3 s each).
+
+    mypy replaces cache files atomically, so parallel checks may share it; a directory that is
+    not this user's own is not trusted, and each run then gets a private cache instead."""
+    path = Path(tempfile.gettempdir()) / f"konkord-mypy-cache-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.lstat()
+    except OSError:
+        return ".mypy_cache"
+    if path.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return ".mypy_cache"
+    return str(path)
+
+
 def check_mypy(code: str) -> CheckResult:
     """Whether mypy (default strictness, missing imports ignored) reports no error."""
-    args = ["--config-file", "mypy.ini", "--cache-dir", ".mypy_cache", "--no-error-summary",
+    args = ["--config-file", "mypy.ini", "--cache-dir", mypy_cache_dir(), "--no-error-summary",
             "--no-color-output", "--hide-error-context", "--ignore-missing-imports", "answer.py"]
     return _run_tool("mypy_clean", args, code)
