@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import ast
 import copy
+import io
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 
 __all__ = ["plausible_bug", "plausible_bugs"]
 
 Path = tuple[tuple[str, int | None], ...]
+Point = tuple[int, int]  # (line, column in characters), both 0-based
+Edit = tuple[Point, Point, str]  # replace the text from start to end by this
 
 # Comparison operators swapped for their boundary twin: the classic off-by-one.
 _BOUNDARY: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -27,9 +32,33 @@ _BOUNDARY: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Eq: ast.NotEq,
     ast.NotEq: ast.Eq,
 }
+# Membership and identity tests turned around: `is None` for `is not None`, `in` for `not in`.
+_NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+# How each operator is spelled, as a pattern to find it between its operands and its text.
+_SYMBOL: dict[type[ast.AST], tuple[str, str]] = {
+    ast.Lt: ("<", "<"),
+    ast.LtE: ("<=", "<="),
+    ast.Gt: (">", ">"),
+    ast.GtE: (">=", ">="),
+    ast.Eq: ("==", "=="),
+    ast.NotEq: ("!=", "!="),
+    ast.Is: (r"\bis\b", "is"),
+    ast.IsNot: (r"\bis\s+not\b", "is not"),
+    ast.In: (r"\bin\b", "in"),
+    ast.NotIn: (r"\bnot\s+in\b", "not in"),
+    ast.And: (r"\band\b", "and"),
+    ast.Or: (r"\bor\b", "or"),
+    ast.Add: (r"\+", "+"),
+    ast.Sub: ("-", "-"),
+}
 
 # Lower sorts first: seed 0 takes the most typical bug, later seeds walk through the rest.
-_COMPARE, _BOUND, _GUARD, _BOOLOP, _RETURN, _CONSTANT, _ARITH = range(7)
+_COMPARE, _BOUND, _GUARD, _BOOLOP, _NEGATE, _RETURN, _CONSTANT, _ARITH = range(8)
 
 
 @dataclass(frozen=True)
@@ -39,9 +68,9 @@ class _Site:
     rank: int
     path: Path
     new: ast.AST | None  # None deletes the statement at `path`
-    start: tuple[int, int]  # (line, column) in characters, 0-based
-    end: tuple[int, int]
-    text: str
+    # Ways to write the change, tried in order: touching only the operator keeps the author's
+    # spelling; re-rendering the whole node with ast.unparse is the fallback.
+    alternatives: tuple[tuple[Edit, ...], ...]
 
 
 def plausible_bugs(code: str) -> list[str]:
@@ -54,7 +83,8 @@ def plausible_bugs(code: str) -> list[str]:
         tree = ast.parse(code)
     except SyntaxError as exc:
         raise ValueError(f"cannot plant a bug in code that does not parse: {exc}") from None
-    lines = code.splitlines(keepends=True)
+    # Split only where Python itself ends a line, so ast's line numbers index this list.
+    lines = io.StringIO(code, newline="").readlines()
     sites = sorted(_sites(tree, lines), key=lambda site: site.rank)
     original = ast.dump(tree)
     seen: set[str] = {code}
@@ -167,21 +197,61 @@ def _span(node: ast.AST, lines: list[str]) -> tuple[tuple[int, int], tuple[int, 
     return (lineno - 1, chars(lineno - 1, col)), (end_lineno - 1, chars(end_lineno - 1, end_col))
 
 
-def _replace(rank: int, path: Path, old: ast.AST, new: ast.expr, lines: list[str]) -> list[_Site]:
+def _operator_edits(
+    operands: list[ast.expr], old: list[ast.AST], new: list[ast.AST], lines: list[str]
+) -> tuple[Edit, ...]:
+    """Edits that rewrite only the operator between each pair of operands, or () if unsure."""
+    edits: list[Edit] = []
+    for (left, right), old_op, new_op in zip(pairwise(operands), old, new, strict=True):
+        if type(old_op) is type(new_op):
+            continue
+        left_span, right_span = _span(left, lines), _span(right, lines)
+        if left_span is None or right_span is None:
+            return ()
+        start, end = left_span[1], right_span[0]
+        gap = _text(lines, start, end)
+        pattern = _SYMBOL[type(old_op)][0]
+        replaced, count = re.subn(pattern, _SYMBOL[type(new_op)][1], gap, count=1)
+        if not count:
+            return ()
+        edits.append((start, end, replaced))
+    return tuple(edits)
+
+
+def _replace(
+    rank: int,
+    path: Path,
+    old: ast.AST,
+    new: ast.expr,
+    lines: list[str],
+    operator_edits: tuple[Edit, ...] = (),
+) -> list[_Site]:
     span = _span(old, lines)
     if span is None:
         return []
-    return [_Site(rank, path, new, span[0], span[1], ast.unparse(new))]
+    text = ast.unparse(new)
+    whole = ((span[0], span[1], text),), ((span[0], span[1], f"({text})"),)
+    alternatives = ((operator_edits,) if operator_edits else ()) + whole
+    return [_Site(rank, path, new, alternatives)]
 
 
 def _expression_sites(node: ast.AST, path: Path, lines: list[str]) -> Iterator[_Site]:
     if isinstance(node, ast.Compare):
         for index, op in enumerate(node.ops):
-            twin = _BOUNDARY.get(type(op))
-            if twin is not None:
-                new = copy.deepcopy(node)
-                new.ops[index] = twin()
-                yield from _replace(_COMPARE, path, node, new, lines)
+            for table, rank in ((_BOUNDARY, _COMPARE), (_NEGATED, _NEGATE)):
+                twin = table.get(type(op))
+                if twin is not None:
+                    new = copy.deepcopy(node)
+                    new.ops[index] = twin()
+                    operands = [node.left, *node.comparators]
+                    edits = _operator_edits(operands, list(node.ops), list(new.ops), lines)
+                    yield from _replace(rank, path, node, new, lines, edits)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        span, operand_span = _span(node, lines), _span(node.operand, lines)
+        dropped: tuple[Edit, ...] = ()
+        if span is not None and operand_span is not None:
+            dropped = ((span[0], operand_span[0], ""),)  # a forgotten `not`
+        yield from _replace(_NEGATE, path, node, copy.deepcopy(node.operand), lines, dropped)
     elif (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -206,7 +276,9 @@ def _expression_sites(node: ast.AST, path: Path, lines: list[str]) -> Iterator[_
     elif isinstance(node, ast.BoolOp):
         new_bool = copy.deepcopy(node)
         new_bool.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-        yield from _replace(_BOOLOP, path, node, new_bool, lines)
+        count = len(node.values) - 1
+        edits = _operator_edits(node.values, [node.op] * count, [new_bool.op] * count, lines)
+        yield from _replace(_BOOLOP, path, node, new_bool, lines, edits)
     elif (
         isinstance(node, ast.Return)
         and isinstance(node.value, ast.Constant)
@@ -220,7 +292,8 @@ def _expression_sites(node: ast.AST, path: Path, lines: list[str]) -> Iterator[_
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
         new_arith = copy.deepcopy(node)
         new_arith.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
-        yield from _replace(_ARITH, path, node, new_arith, lines)
+        edits = _operator_edits([node.left, node.right], [node.op], [new_arith.op], lines)
+        yield from _replace(_ARITH, path, node, new_arith, lines, edits)
 
 
 def _guard_sites(body: list[ast.stmt], path: Path, field: str, lines: list[str]) -> Iterator[_Site]:
@@ -239,25 +312,33 @@ def _guard_sites(body: list[ast.stmt], path: Path, field: str, lines: list[str])
         indent = lines[first][:col]
         while first > 0 and lines[first - 1].startswith(indent + "#"):
             first -= 1
-        yield _Site(_GUARD, (*path, (field, index)), None, (first, 0), (last + 1, 0), "")
+        yield _Site(_GUARD, (*path, (field, index)), None, ((((first, 0), (last + 1, 0), ""),),))
 
 
 def _apply(tree: ast.AST, lines: list[str], site: _Site) -> str | None:
     """Splice the site's text into the source; None when the result is not the intended tree."""
     expected = _expected_tree(tree, site)
-    (first, col), (last, end_col) = site.start, site.end
-    head = "".join(lines[:first]) + (lines[first][:col] if first < len(lines) else "")
-    tail = (lines[last][end_col:] if last < len(lines) else "") + "".join(lines[last + 1 :])
-    for text in (site.text, f"({site.text})"):
-        mutant = head + text + tail
+    source = "".join(lines)
+    for edits in site.alternatives:
+        mutant = source
+        for start, end, text in sorted(edits, reverse=True):
+            mutant = mutant[: _offset(lines, start)] + text + mutant[_offset(lines, end) :]
         try:
             if ast.dump(ast.parse(mutant)) == expected:
                 return mutant
         except SyntaxError:
             pass
-        if site.new is None:
-            break
     return None
+
+
+def _offset(lines: list[str], point: Point) -> int:
+    """The character offset in the whole source of a (line, column) point."""
+    line, column = point
+    return sum(len(text) for text in lines[:line]) + column
+
+
+def _text(lines: list[str], start: Point, end: Point) -> str:
+    return "".join(lines)[_offset(lines, start) : _offset(lines, end)]
 
 
 def _expected_tree(tree: ast.AST, site: _Site) -> str:
