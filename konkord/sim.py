@@ -21,7 +21,9 @@ strength drawn from its name; judge presets are listed in `JUDGE_PRESETS`.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
+import json
 import math
 import random
 import re
@@ -33,6 +35,8 @@ from konkord.errors import KonkordError
 
 MAX_DEFECTS = 3
 SUITES_DIR = Path("suites")
+RUNS_FILE = Path("runs.json")
+RUNS_ROOT = Path("runs")
 
 # ---------------------------------------------------------------------------------------------
 # Names and parameters
@@ -199,13 +203,32 @@ def register_suite(suite: Any) -> None:
             register_reference(task.prompt, task.reference)
 
 
-def _scan_suites(directory: Path) -> None:
-    """Register the references of every suite in `directory` (rescanned when a file changes)."""
-    if not directory.is_dir():
-        return
-    files = sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
-    stamp = tuple((str(p), p.stat().st_mtime) for p in files)
-    key = str(directory.resolve())
+def _suites_named_in(path: Path) -> list[str]:
+    """The suite paths a runs.json (its runs) or a run manifest (its suite) names."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    runs = data.get("runs")
+    entries: list[Any] = runs if isinstance(runs, list) else [data]
+    return [e["suite"] for e in entries if isinstance(e, dict) and isinstance(e.get("suite"), str)]
+
+
+def _suite_files() -> list[Path]:
+    """Suites a run here may use: suites/*.yaml, and those named by runs.json and manifests."""
+    files = sorted(SUITES_DIR.glob("*.yaml")) + sorted(SUITES_DIR.glob("*.yml"))
+    for source in [RUNS_FILE, *sorted(RUNS_ROOT.glob("*/run.json"))]:
+        files += [Path(name) for name in _suites_named_in(source)]
+    return [path for path in dict.fromkeys(files) if path.is_file()]
+
+
+def _scan_suites() -> None:
+    """Register the references of every suite found (rescanned when a file changes)."""
+    files = _suite_files()
+    stamp = tuple((str(p.resolve()), p.stat().st_mtime) for p in files)
+    key = str(Path.cwd())
     if _SCANNED.get(key) == stamp:
         return
     from konkord.suite import load_suite
@@ -219,10 +242,10 @@ def _scan_suites(directory: Path) -> None:
 
 
 def reference_for(prompt: str) -> str | None:
-    """The reference of a known task with this prompt (suites/*.yaml or registered), if any."""
+    """The reference of a known task with this prompt (found in the suites or registered)."""
     key = _prompt_key(prompt)
     if key not in _REGISTRY:
-        _scan_suites(SUITES_DIR)
+        _scan_suites()
     return _REGISTRY.get(key)
 
 
@@ -278,30 +301,84 @@ def _code_of(text: str) -> str | None:
     return text.strip("\n") if "\n" in text.strip() or "def " in text else None
 
 
-def _bugged(code: str, defects: int, rng: random.Random) -> str:
-    """`code` with `defects` plausible bugs in different places (fewer if it has no room)."""
+@functools.lru_cache(maxsize=512)
+def _bug_candidates(code: str) -> tuple[str, ...]:
+    """Every single-bug copy of `code` (cached: planting bugs is the simulator's costly part)."""
     from konkord.mutate import plausible_bugs
 
-    current = code
-    for _ in range(defects):
-        try:
-            candidates = plausible_bugs(current)
-        except ValueError:
+    try:
+        return tuple(plausible_bugs(code))
+    except ValueError:
+        return ()
+
+
+Edit = tuple[int, int, list[str]]  # reference lines [i1, i2) replaced by these lines
+
+
+def _edits(reference: list[str], mutant: str) -> list[Edit]:
+    got = mutant.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(a=reference, b=got, autojunk=False)
+    return [(i1, i2, got[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _bugged(code: str, defects: int, rng: random.Random) -> str:
+    """`code` with `defects` plausible bugs in different places (fewer if it has no room).
+
+    Single-bug copies are found once per reference and merged line by line where they touch
+    different lines, so a model's third bug costs no more than its first."""
+    if defects == 0:
+        return code
+    reference = code.splitlines(keepends=True)
+    candidates = [_edits(reference, mutant) for mutant in _bug_candidates(code)]
+    picked: list[Edit] = []
+    used: set[int] = set()
+    planted = 0
+    start = int(rng.random() * 3)  # the first few candidates are the most typical bugs
+    for offset in range(len(candidates)):
+        edits = candidates[(start + offset) % len(candidates)]
+        lines = {k for i1, i2, _ in edits for k in range(i1, max(i2, i1 + 1))}
+        if not edits or lines & used:
+            continue
+        trial = sorted([*picked, *edits])
+        if _parses(_applied(reference, trial)):
+            picked, used, planted = trial, used | lines, planted + 1
+        if planted >= defects:
             break
-        fresh = [
-            c for c in candidates if _changed_regions(code, c) > _changed_regions(code, current)
-        ]
-        if not fresh:
-            break
-        current = fresh[min(len(fresh) - 1, int(rng.random() * min(3, len(fresh))))]
-    return current
+    return _applied(reference, picked)
+
+
+def _applied(reference: list[str], edits: list[Edit]) -> str:
+    out: list[str] = []
+    position = 0
+    for i1, i2, lines in sorted(edits, key=lambda e: (e[0], e[1])):
+        out += reference[position:i1] + lines
+        position = i2
+    return "".join(out + reference[position:])
+
+
+def _parses(code: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return False
+    return True
 
 
 def _changed_regions(reference: str, code: str) -> int:
+    """How many places `code` departs from `reference`: a changed line is one place, however
+    many lines a deletion or insertion spans."""
     ref = [line.rstrip() for line in reference.splitlines() if line.strip()]
     got = [line.rstrip() for line in code.splitlines() if line.strip()]
     matcher = difflib.SequenceMatcher(a=ref, b=got, autojunk=False)
-    return sum(1 for op in matcher.get_opcodes() if op[0] != "equal")
+    places = 0
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "replace":
+            places += min(i2 - i1, j2 - j1) + (i2 - i1 != j2 - j1)
+        elif tag != "equal":
+            places += 1
+    return places
 
 
 _CODE_NOTES = (
@@ -390,16 +467,18 @@ def _reply_answer(view: TaskView, defects: int, verbose: bool) -> str:
     signoff = None
     if len(paragraphs) > 1 and len(paragraphs[-1].split()) <= 4:
         signoff = paragraphs.pop()
+    changed = -1
     if defects >= 2:
         known = _known_numbers(view)
         for index, paragraph in enumerate(paragraphs[1:], start=1):
             if (misquoted := _misstated(paragraph, known)) is not None:
-                paragraphs[index] = misquoted
+                paragraphs[index], changed = misquoted, index
                 break
         else:
             paragraphs.append(EXCEPTION_PHRASES[1])
+            changed = len(paragraphs) - 1
     if defects >= 3:
-        if len(paragraphs) > 2:
+        if len(paragraphs) > 2 and changed != len(paragraphs) - 1:
             paragraphs[-1] = CURT_CLOSING
         else:
             paragraphs.append(CURT_CLOSING)
