@@ -148,7 +148,9 @@ def test_an_unsure_judge_follows_its_biases(judge: str, expected: set[str]) -> N
     suite = load_suite(CODEGEN)
     good = _answer(STRONG, suite, 0)
     longer = good + "\n\nA long paragraph of explanation that adds nothing to the code. " * 3
-    seen = {parse_verdict(_judge(judge, suite, 0, good, longer, seed)).position for seed in range(8)}
+    seen = {
+        parse_verdict(_judge(judge, suite, 0, good, longer, seed)).position for seed in range(8)
+    }
     assert seen == expected
 
 
