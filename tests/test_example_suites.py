@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -155,6 +157,22 @@ def test_references_are_ruff_clean(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=60,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_references_are_mypy_strict_clean(tmp_path: Path) -> None:
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (pip install -e '.[dev]')")
+    for task in _code_tasks():
+        assert task.reference
+        (tmp_path / f"{task.id.replace('-', '_')}.py").write_text(task.reference)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull]
+        + [str(path) for path in sorted(tmp_path.glob("*.py"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout[-3000:]
 
