@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "label": "konkord.commands.label:label",
     "check": "konkord.commands.check:check",
     "simulate": "konkord.commands.simulate:simulate",
+    "calibrate": "konkord.commands.calibrate:calibrate",
+    "import": "konkord.commands.import_cmd:import_cmd",
 }
 
 
