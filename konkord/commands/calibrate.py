@@ -1,0 +1,25 @@
+"""`konkord calibrate`: how far each judge agrees with the people who labelled the run."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--run", "run_name", required=True, help="Run name (from runs.json or a manifest).")
+@click.option(
+    "--judge", help="Calibrate only this judge [default: every judge in the results file]."
+)
+def calibrate(run_name: str, judge: str | None) -> None:
+    """Compare every human label with the judge's verdict on the same task and
+    model pair (in model terms, both orders combined) and store the figures in
+    the calibration block of results/<run>.json: agreement with a Wilson 95%
+    interval, Cohen's kappa with a bootstrap interval, the confusion matrix,
+    agreement without ties, on consistent and on flipped pairs, breakdowns by
+    task, pair, answer length, labeller and turn, agreement between people, and
+    every disagreement. Run `konkord report` first. Calls no model.
+    """
+    from konkord.runspec import resolve_run
+    from konkord.stages.calibrate import calibrate_run
+
+    calibrate_run(resolve_run(run_name), judge=judge, echo=click.echo)
