@@ -142,10 +142,6 @@ def _walk(node: ast.AST, path: Path) -> Iterator[tuple[ast.AST, Path]]:
             yield from _walk(value, (*path, (field, None)))
 
 
-def _one(value: int) -> ast.Constant:
-    return ast.Constant(value=value)
-
-
 def _shifted(bound: ast.expr, down: bool) -> ast.expr:
     """A bound moved by one as people get it wrong: `n + 1` loses its `+ 1`, `n` gains `- 1`."""
     if (
@@ -156,9 +152,9 @@ def _shifted(bound: ast.expr, down: bool) -> ast.expr:
     ):
         return copy.deepcopy(bound.left)
     if isinstance(bound, ast.Constant) and type(bound.value) is int:
-        return _one(bound.value - 1 if down else bound.value + 1)
+        return ast.Constant(value=bound.value - 1 if down else bound.value + 1)
     op: ast.operator = ast.Sub() if down else ast.Add()
-    return ast.BinOp(left=copy.deepcopy(bound), op=op, right=_one(1))
+    return ast.BinOp(left=copy.deepcopy(bound), op=op, right=ast.Constant(value=1))
 
 
 def _is_guard(stmt: ast.stmt) -> bool:
@@ -182,7 +178,7 @@ def _sites(tree: ast.AST, lines: list[str]) -> Iterator[_Site]:
                 yield from _guard_sites(value, (*path,), field, lines)
 
 
-def _span(node: ast.AST, lines: list[str]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def _span(node: ast.AST, lines: list[str]) -> tuple[Point, Point] | None:
     """The node's text span as 0-based (line, character) pairs; ast gives UTF-8 byte offsets."""
     lineno = getattr(node, "lineno", None)
     end_lineno = getattr(node, "end_lineno", None)
@@ -287,7 +283,7 @@ def _expression_sites(node: ast.AST, path: Path, lines: list[str]) -> Iterator[_
         flipped = ast.Constant(value=not node.value.value)
         yield from _replace(_RETURN, (*path, ("value", None)), node.value, flipped, lines)
     elif isinstance(node, ast.Constant) and type(node.value) is int and 0 <= node.value <= 100:
-        new_const = _one(1 if node.value == 0 else node.value - 1)
+        new_const = ast.Constant(value=1 if node.value == 0 else node.value - 1)
         yield from _replace(_CONSTANT, path, node, new_const, lines)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
         new_arith = copy.deepcopy(node)
@@ -338,6 +334,7 @@ def _offset(lines: list[str], point: Point) -> int:
 
 
 def _text(lines: list[str], start: Point, end: Point) -> str:
+    """The source text between two points."""
     return "".join(lines)[_offset(lines, start) : _offset(lines, end)]
 
 
