@@ -45,7 +45,9 @@ def _code_tasks() -> list[Task]:
     return [task for task in CODEGEN.tasks if task.reference and task.tests]
 
 
-@pytest.mark.parametrize(("suite", "minimum"), [(CODEGEN, 25), (SUPPORT, 20)])
+@pytest.mark.parametrize(
+    ("suite", "minimum"), [(CODEGEN, 25), (SUPPORT, 20)], ids=["codegen", "support"]
+)
 def test_suite_meets_its_counts_with_unique_ids(suite: Suite, minimum: int) -> None:
     ids = [task.id for task in suite.tasks]
     assert len(ids) >= minimum
@@ -142,7 +144,9 @@ def _ruff() -> list[str] | None:
     if beside.exists():
         return [str(beside)]
     found = shutil.which("ruff")
-    return [found] if found else None
+    if found:
+        return [found]
+    return [sys.executable, "-m", "ruff"] if importlib.util.find_spec("ruff") else None
 
 
 def test_references_are_ruff_clean(tmp_path: Path) -> None:
