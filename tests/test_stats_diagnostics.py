@@ -18,6 +18,7 @@ from konkord.stats.diagnostics import (
     verdicts,
     wilson_interval,
 )
+from konkord.stats.simfield import SimulatedJudge, simulate_judged_field
 
 
 def test_known_cycle_transitive_task_and_a_tie() -> None:
@@ -132,3 +133,27 @@ def test_consistency_is_adjacent_win_probability() -> None:
     sig = 1 / (1 + np.exp(-1.0))
     assert cons.adjacent.tolist() == pytest.approx([sig, sig])
     assert cons.mean == pytest.approx(sig)
+
+
+def test_pure_position_bias_flips_everything_into_ties() -> None:
+    judge = SimulatedJudge(accuracy=0.0, position_bias=1.0)
+    field = simulate_judged_field(4, 10, judge, seed=0)
+    assert flip_rates(field.verdicts).overall == 1.0
+    assert np.all(field.comparisons.score == 0.5)
+    assert position_split(field.verdicts).share_first == 1.0
+    assert np.allclose(field.target_expected_win_rate, 0.5)
+
+
+def test_simulated_judge_matches_its_closed_form() -> None:
+    judge = SimulatedJudge(accuracy=0.6, position_bias=0.7, tie_rate=0.1)
+    field = simulate_judged_field(2, 40_000, judge, seed=1, strength=[5.0, -5.0])
+    # Model 0 is nearly always better: its mean combined score estimates the closed form.
+    assert field.comparisons.score.mean() == pytest.approx(judge.combined_better_score(), abs=0.01)
+    first, second = judge.better_wins()
+    calls = field.verdicts
+    zero_first = calls.first == 0
+    assert np.mean(calls.score_first[zero_first] == 1.0) == pytest.approx(first, abs=0.01)
+    assert np.mean(calls.score_first[~zero_first] == 0.0) == pytest.approx(second, abs=0.01)
+    flips = flip_rates(calls).overall
+    assert 0.3 < flips < 0.6
+    assert position_split(calls).share_first > 0.55

@@ -61,7 +61,13 @@ from .ranking import (
     tasks_to_separate,
 )
 from .resample import Bootstrap, Interval, bootstrap, bootstrap_interval
-from .simfield import SimulatedField, simulate_field
+from .simfield import (
+    JudgedField,
+    SimulatedField,
+    SimulatedJudge,
+    simulate_field,
+    simulate_judged_field,
+)
 
 __all__ = [
     "BTFit",
@@ -74,12 +80,14 @@ __all__ = [
     "DisconnectedGraphError",
     "FlipRates",
     "Interval",
+    "JudgedField",
     "NewtonResult",
     "PairwiseDifferences",
     "PositionSplit",
     "Ranking",
     "Separation",
     "SimulatedField",
+    "SimulatedJudge",
     "Verdicts",
     "bootstrap",
     "bootstrap_interval",
@@ -99,6 +107,7 @@ __all__ = [
     "rank",
     "raw_win_rate",
     "simulate_field",
+    "simulate_judged_field",
     "task_win_matrices",
     "tasks_to_separate",
     "verdicts",

@@ -237,6 +237,8 @@ def newton_bt(
     iterations = np.zeros(n_fits, dtype=np.int64)
     grad_norm = np.full(n_fits, np.inf)
     n_workers = max(1, min(4, os.cpu_count() or 1) if workers is None else workers)
+    if workers is None and n_fits * m * m < _CHUNK_ELEMENTS // 4:
+        n_workers = 1  # too small to repay starting threads
     size = max(1, min(_CHUNK_ELEMENTS // (m * m), -(-n_fits // n_workers)))
     chunks = [slice(k, min(k + size, n_fits)) for k in range(0, n_fits, size)]
 
