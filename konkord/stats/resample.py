@@ -8,6 +8,19 @@ Speed comes from linearity: per-task score matrices are aggregated once, each re
 a weighted sum of them (one matrix product for all resamples), and all resamples are fitted
 together by `newton_bt`. Weights are small integers and scores halves, so the sums are exact
 and the result is the same bit for bit whatever the BLAS threading.
+
+The interval: expanded BCa. With 14 to 25 tasks a plain percentile task bootstrap covers
+about 90-92% for a nominal 95% (benchmarks/bench_coverage.py). Two small-sample effects
+cause it: the bootstrap distribution is skewed and off-centre for a bounded, nonlinear
+figure like the expected win rate, and a bootstrap of n clusters is too narrow by about
+sqrt((n-1)/n) and uses normal rather than t tails. BCa (Efron 1987) fixes the first using
+the draws' median bias and a jackknife over tasks (cheap here: one batched fit per task
+left out); the expansion (Hesterberg 2015, "What teachers should know about the bootstrap")
+fixes the second by taking the percentiles at the level whose normal quantile is
+sqrt(n/(n-1)) t_{n-1}. Together they reach about 94-95% at 14, 25 and 100 tasks, with and
+without task effects, while keeping the percentile method's virtues (the same estimator,
+transformation-respecting, no variance formula). A bootstrap-t needs a standard error in
+every resample (a nested bootstrap or a sandwich formula) and is erratic at 14-25 tasks.
 """
 
 from __future__ import annotations
@@ -86,6 +99,12 @@ class Bootstrap:
     @property
     def n_resamples(self) -> int:
         return int(self.log_strength.shape[0])
+
+    @property
+    def interval_method(self) -> str:
+        """The interval's name for a reader: "expanded BCa", "BCa", "percentile", ..."""
+        name = "BCa" if self.method == "bca" else "percentile"
+        return f"expanded {name}" if self.expand else name
 
     def interval(
         self,
