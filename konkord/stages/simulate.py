@@ -28,6 +28,7 @@ from konkord import stats
 from konkord.errors import KonkordError
 from konkord.stats.bt import BoolArray, FloatArray, fit_bt_wins
 from konkord.stats.ranking import rank
+from konkord.stats.resample import Mode
 from konkord.stats.simfield import expected_score
 
 SEPARATION_TARGET = 0.8
@@ -128,6 +129,7 @@ class Plan:
     label_budget: int = 0
     labeller_accuracy: float = 0.8
     seed: int = 0
+    mode: Mode = "task"  # what the bootstrap resamples: "task" (as report does) or "judgments"
 
     @property
     def n_models(self) -> int:
@@ -235,10 +237,13 @@ class Outlook:
     coverage_by_model: FloatArray
     separated: FloatArray  # per adjacent pair (true order): share of runs separated right
     wrong_claims: float  # share of runs with at least one claim against the truth
+    claims_made: int  # supported claims over all runs
+    claims_false: int  # of which the truth contradicts (or has the two models equal)
     flip_rate: float  # measured over all runs
     groups_mean: float  # mean number of rank groups
     alone: FloatArray  # per model: share of runs in which it is a rank group of its own
     claimed: FloatArray  # [a, b]: share of runs claiming a ranks above b
+    together: FloatArray  # [a, b]: share of runs putting a and b in one rank group
     patterns: dict[tuple[tuple[int, ...], ...], int]  # rank groups -> runs that gave them
     labels: LabelOutlook | None = None
 
@@ -263,12 +268,14 @@ def run_plan(plan: Plan, n_tasks: int | None = None) -> Outlook:
     patterns: dict[tuple[tuple[int, ...], ...], int] = {}
     alone = np.zeros(plan.n_models)
     claimed = np.zeros((plan.n_models, plan.n_models))
+    together = np.zeros((plan.n_models, plan.n_models))
+    claims_made = claims_false = 0
     agreements: list[int] = []
     for run in range(plan.runs):
         comp, run_flips, i_better, score = draw_run(plan, tasks, rng)
         flips += run_flips
         pairs_seen += len(comp)
-        boot = stats.bootstrap(comp, n_resamples=plan.resamples, seed=run, mode="task")
+        boot = stats.bootstrap(comp, n_resamples=plan.resamples, seed=run, mode=plan.mode)
         ewr = boot.intervals()["expected_win_rate"]
         covered += (ewr.lower <= truth.expected_win_rate) & (truth.expected_win_rate <= ewr.upper)
         ranking = rank(boot)
@@ -276,7 +283,10 @@ def run_plan(plan: Plan, n_tasks: int | None = None) -> Outlook:
         for k, (upper, lower) in enumerate(adjacent):
             separated[k] += diffs.lower[upper, lower] > 0.0
         true_beta = truth.log_strength
-        wrong_runs += any(true_beta[c.upper] < true_beta[c.lower] for c in ranking.claims)
+        false = [c for c in ranking.claims if true_beta[c.upper] - true_beta[c.lower] < 1e-9]
+        wrong_runs += bool(false)
+        claims_made += len(ranking.claims)
+        claims_false += len(false)
         for claim in ranking.claims:
             claimed[claim.upper, claim.lower] += 1
         groups += len(ranking.groups)
@@ -284,6 +294,7 @@ def run_plan(plan: Plan, n_tasks: int | None = None) -> Outlook:
         for group in ranking.groups:
             if len(group) == 1:
                 alone[group[0]] += 1
+            together[np.ix_(group, group)] += 1
         if plan.label_budget:
             agreements.append(
                 _labels(i_better, score, plan.label_budget, plan.labeller_accuracy, rng)
@@ -300,6 +311,9 @@ def run_plan(plan: Plan, n_tasks: int | None = None) -> Outlook:
         groups_mean=groups / plan.runs,
         alone=alone / plan.runs,
         claimed=claimed / plan.runs,
+        together=together / plan.runs,
+        claims_made=claims_made,
+        claims_false=claims_false,
         patterns=patterns,
         labels=labels,
     )
