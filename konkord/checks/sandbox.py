@@ -147,15 +147,29 @@ def _readable_by_others(path: Path) -> bool:
         return False
 
 
+def _under_usr(path: Path) -> bool:
+    """Whether a path is inside /usr, which the sandbox mounts read-only anyway."""
+    return path == Path("/usr") or Path("/usr") in path.parents
+
+
 def sandbox_python() -> tuple[str, str]:
     """The interpreter that runs answers, and the prefix to mount read-only for it.
 
     The Python running Konkord is preferred; when the sandbox user cannot reach it (a pyenv
-    install in root's home), the system's /usr/bin/python3 is used instead.
+    install in root's home) or its prefix would expose home or the project, the system's
+    /usr/bin/python3 is used instead.
     """
     base = Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
     prefix = Path(sys.base_prefix).resolve()
-    if not _switch_user() or (_readable_by_others(base) and _readable_by_others(prefix / "lib")):
+    # Mounting the prefix must not expose the home directory or the project as a whole.
+    private = {Path.home().resolve(), Path.cwd().resolve()}
+    exposes = not _under_usr(prefix) and (
+        prefix == Path("/") or any(p == prefix or prefix in p.parents for p in private)
+    )
+    reachable = not _switch_user() or (
+        _readable_by_others(base) and _readable_by_others(prefix / "lib")
+    )
+    if reachable and not exposes:
         return str(base), str(prefix)
     for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
         if Path(candidate).exists():
@@ -178,7 +192,7 @@ def bwrap_command(program_dir: Path, python: str, prefix: str, limits: Limits) -
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    if not prefix.startswith("/usr/"):
+    if not _under_usr(Path(prefix)):
         args += ["--ro-bind", prefix, prefix]
     for path in ETC_FILES:
         args += ["--ro-bind-try", path, path]
@@ -266,11 +280,13 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
         os.chmod(tmp, 0o755)
         program_dir.chmod(0o755)
         status_read, status_write = os.pipe()
+        info_read, info_write = os.pipe()
         rlimits = json.dumps(limits.rlimits())
         if sandbox == "bwrap":
             python, prefix = sandbox_python()
             launcher = f"{INSIDE_DIR}/launcher.py"
             command = [*bwrap_command(program_dir, python, prefix, limits),
+                       "--info-fd", str(info_write),
                        python, "-I", "-B", launcher, str(status_write), rlimits]
             cwd = program_dir
         else:
@@ -286,7 +302,7 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(status_write,),
+                pass_fds=(status_write, info_write),
                 start_new_session=True,
                 user=NOBODY if switch else None,
                 group=NOBODY if switch else None,
@@ -294,6 +310,7 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
             )
         finally:
             os.close(status_write)
+            os.close(info_write)
         try:
             raw, timed_out, exceeded = _read_output(proc, limits, deadline)
             try:
@@ -303,8 +320,11 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
                 _kill(proc)
                 returncode = proc.wait()
             status = _read_status(status_read)
+            if sandbox == "bwrap":
+                _wait_for_sandbox_end(_read_pipe(info_read), program_dir)
         finally:
             os.close(status_read)
+            os.close(info_read)
             if proc.stdout is not None:
                 proc.stdout.close()
     return ProgramRun(
@@ -317,17 +337,49 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
     )
 
 
-def _read_status(fd: int) -> dict[str, object] | None:
-    """The launcher's JSON report, or None when the program never got to write it."""
+def _read_pipe(fd: int, limit: int = 65536) -> bytes:
+    """What is waiting in a pipe, without blocking on writers that are still alive."""
     os.set_blocking(fd, False)
     data = b""
     try:
-        while chunk := os.read(fd, 65536):
+        while len(data) <= limit and (chunk := os.read(fd, 65536)):
             data += chunk
-            if len(data) > 65536:
-                return None
     except BlockingIOError:
         pass
+    return data
+
+
+def _wait_for_sandbox_end(info: bytes, program_dir: Path) -> None:
+    """Make sure nothing of the sandbox is alive when the run returns.
+
+    bwrap reports its exit as soon as the main program ends; the sandbox's init (the
+    `child-pid` of --info-fd) is killed a moment later and takes every process of the pid
+    namespace with it. Killing and waiting for it here makes that synchronous. Before a
+    signal is sent, the pid is confirmed to be this sandbox's (its command line names this
+    run's private directory), so a forged or reused pid is never killed."""
+    try:
+        pid = int(json.JSONDecoder().raw_decode(info.decode().lstrip())[0]["child-pid"])
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
+        return
+    marker = str(program_dir).encode()
+    for _ in range(500):  # at most about 5 s
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, IndexError):
+            return
+        if state in (b"Z", b"X") or marker not in cmdline:
+            return  # a dead init has already taken its namespace down (zap_pid_ns_processes)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _read_status(fd: int) -> dict[str, object] | None:
+    """The launcher's JSON report, or None when the program never got to write it."""
+    data = _read_pipe(fd)
+    if len(data) > 65536:
+        return None
     try:
         status = json.loads(data)
     except ValueError:
