@@ -120,15 +120,20 @@ def expected_win_rate(beta: FloatArray) -> FloatArray:
     m = beta.shape[-1]
     if m < 2:
         return np.full(beta.shape, np.nan)
-    prob = win_probability(beta)
-    out: FloatArray = (prob.sum(axis=-1) - 0.5) / (m - 1)
-    return out
+    flat = beta.reshape(-1, m)
+    out = np.empty(flat.shape)
+    rows = max(1, (_CHUNK_ELEMENTS // 4) // (m * m))  # keep the (rows, M, M) block in cache
+    for start in range(0, flat.shape[0], rows):
+        prob = win_probability(flat[start : start + rows])
+        out[start : start + rows] = (prob.sum(axis=-1) - 0.5) / (m - 1)
+    result: FloatArray = out.reshape(beta.shape)
+    return result
 
 
 def raw_win_rate(wins: FloatArray) -> FloatArray:
     """(wins + ties/2) / comparisons from score matrices (..., M, M); NaN with no comparisons."""
     total = wins.sum(axis=-1)
-    count = (wins + np.swapaxes(wins, -1, -2)).sum(axis=-1)
+    count = total + wins.sum(axis=-2)
     with np.errstate(invalid="ignore", divide="ignore"):
         out: FloatArray = np.where(count > 0, total / np.where(count > 0, count, 1.0), np.nan)
     return out
