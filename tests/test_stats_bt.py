@@ -164,3 +164,10 @@ def test_bad_input_is_named() -> None:
         comparisons([0], [0], [1], [2], 3, 1)
     with pytest.raises(ValueError, match="prior must be >= 0"):
         fit_bt(comparisons([0], [0], [1], [1], 2, 1), prior=-1)
+
+
+def test_singular_fit_without_prior_says_why() -> None:
+    comp = comparisons([0, 0], [0, 2], [1, 3], [1, 0], 4, 1)  # {0, 1} and {2, 3} never meet
+    with pytest.raises(ValueError, match="prior=0 every model needs comparisons"):
+        fit_bt(comp, prior=0.0)
+    assert fit_bt(comp).converged  # the prior ties the two parts to the average opponent

@@ -201,7 +201,14 @@ def _solve_spd(matrix: BatchPairMatrix, rhs: BatchModelVector) -> BatchModelVect
     try:
         out = scipy.linalg.solve(matrix, rhs[:, :, None], assume_a="pos", check_finite=False)
     except (ValueError, np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        out = np.linalg.solve(matrix, rhs[:, :, None])
+        try:
+            out = np.linalg.solve(matrix, rhs[:, :, None])
+        except np.linalg.LinAlgError as err:
+            raise ValueError(
+                "Bradley-Terry fit is singular: with prior=0 every model needs comparisons "
+                "and the comparison graph must be connected (in every resample too); "
+                "use the default prior"
+            ) from err
     result: BatchModelVector = out[:, :, 0]
     return result
 
