@@ -131,3 +131,13 @@ def test_clear_field_is_fully_ordered_and_level_field_claims_nothing() -> None:
     ranking = rank(bootstrap(level.comparisons, n_resamples=300, seed=0))
     assert len(ranking.groups) == 1 and not ranking.claims
     assert describe_claims(ranking, NAMES)[0].startswith("The data supports no ordering")
+
+
+def test_rounding_noise_is_not_a_separation() -> None:
+    # Two models level up to solver rounding: every draw puts model 0 ahead by 1e-14.
+    point = [1e-14, 0.0]
+    draws = np.tile([1e-14, 0.0], (200, 1)) + np.linspace(0, 1e-15, 200)[:, None]
+    ranking = rank(_hand_bootstrap(point, draws))
+    assert not ranking.differences.separated(0, 1)
+    assert not ranking.claims and ranking.groups == ((0, 1),)
+    assert ranking.separations[0].tasks_needed is None
