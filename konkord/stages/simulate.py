@@ -497,11 +497,11 @@ def summary_lines(
         "(should be near 95%)",
         f"runs claiming an ordering the truth contradicts: {outlook.wrong_claims:.1%}",
         "",
-        f"{'model':<8} {'win rate vs field':>18} {'interval covers':>16} {'alone in group':>15}",
+        f"{'model':<8} {'true win rate':>14} {'interval covers':>16} {'alone in group':>15}",
     ]
     for k in truth.order:
         lines.append(
-            f"{names[k]:<8} {truth.expected_win_rate[k]:>18.1%} "
+            f"{names[k]:<8} {truth.expected_win_rate[k]:>14.1%} "
             f"{outlook.coverage_by_model[k]:>16.0%} {outlook.alone[k]:>15.0%}"
         )
     lines += [
@@ -518,6 +518,10 @@ def summary_lines(
             f"{names[upper] + ' > ' + names[lower]:<18} {beats:>12.0%} "
             f"{outlook.separated[k]:>10.0%} {needed:>14}"
         )
+    lines.append(
+        "(head-to-head: as the judge sees it; separated: runs whose 95% interval of the "
+        "difference orders the pair rightly)"
+    )
     lines += ["", f"rank groups: {outlook.groups_mean:.1f} on average; most often:"]
     for groups, share in outlook.common_patterns(1):
         lines.append(f"  {describe_groups(groups, names)} ({share:.0%} of runs)")
@@ -525,8 +529,8 @@ def summary_lines(
         points, needed_gap = gap
         told = f"{needed_gap} tasks" if needed_gap is not None else "more than the largest grid"
         lines.append(
-            f"a gap of {points:.0%} points of win rate (evenly spaced field) separates 80% of "
-            f"the time at about: {told}"
+            f"a gap of {100 * points:g} points of win rate (in an evenly spaced field) "
+            f"separates 80% of the time at about {told}"
         )
     if outlook.labels is not None:
         lab = outlook.labels
