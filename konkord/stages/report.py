@@ -416,8 +416,39 @@ def _current_labels(log: EvidenceLog) -> list[Record]:
     return [r for r in log.latest("labels").values() if r.get("winner") is not None]
 
 
-def _current_checks(log: EvidenceLog) -> dict[tuple[str, str, str], Record]:
-    return {(str(k[0]), str(k[1]), str(k[2])): r for k, r in log.latest("checks").items()}
+def _current_checks(spec: RunSpec) -> dict[tuple[str, str, str], Record]:
+    """Check results made on the answers the run holds now (stale ones are left out)."""
+    from konkord.stages.check import current_check_results
+
+    return current_check_results(spec)
+
+
+def _objective(
+    spec: RunSpec,
+    checks: dict[tuple[str, str, str], Record],
+    combined: list[CombinedVerdict],
+    records: list[Record],
+    labels: list[Record],
+) -> dict[str, Any] | None:
+    """The judge (and people) against executed tests, where the suite's tasks declare tests."""
+    import dataclasses
+
+    from konkord.stats.objective import objective_block
+
+    passed = {(t, m): bool(r.get("passed")) for (t, m, c), r in checks.items() if c == "tests"}
+    if not passed:
+        return None
+    block = objective_block(
+        combined,
+        passed,
+        labels=[
+            (r["task_id"], r["model_a"], r["model_b"], r["winner"]) for r in labels
+        ]
+        or None,
+        calls=[r for r in records if r.get("kind") == "verdict"],
+    )
+    out: dict[str, Any] = dataclasses.asdict(block)
+    return out
 
 
 def evidence_date(log: EvidenceLog) -> str | None:
@@ -468,6 +499,7 @@ def build_results(spec: RunSpec, options: ReportOptions = ReportOptions()) -> R.
             f"run `konkord judge --run {spec.name} --judge MODEL`"
         )
     labels = _current_labels(log)
+    checks = _current_checks(spec)
     blocks = []
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     cost = [
@@ -480,9 +512,9 @@ def build_results(spec: RunSpec, options: ReportOptions = ReportOptions()) -> R.
         combined_by_judge[judge] = combined
         block = _judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = _calibration(spec, log, judge, combined, answers, labels)
+        block.calibration.objective = _objective(spec, checks, combined, records, labels)
         blocks.append(block)
         cost.append(_cost_line(judge, "judge", records))
-    checks = _current_checks(log)
     suite = spec.suite
     return R.Results(
         konkord_version=__version__,
