@@ -113,3 +113,12 @@ def test_threads_and_chunks_do_not_change_a_bit() -> None:
     assert np.array_equal(one.log_strength, two.log_strength)
     assert one.jackknife is not None and two.jackknife is not None
     assert np.array_equal(one.jackknife.log_strength, two.jackknife.log_strength)
+
+
+def test_tasks_without_comparisons_are_not_resampled() -> None:
+    comp = _field(6)
+    padded = comparisons(comp.task * 2, comp.i, comp.j, comp.score, 5, 2 * comp.n_tasks)
+    a = bootstrap(comp, n_resamples=100, seed=1)
+    b = bootstrap(padded, n_resamples=100, seed=1)
+    assert b.n_units == b.n_tasks == comp.n_tasks
+    assert np.array_equal(a.log_strength, b.log_strength)

@@ -85,7 +85,7 @@ class Bootstrap:
     level: float
     seed: int
     n_units: int  # tasks (task mode) or judgments resampled
-    n_tasks: int
+    n_tasks: int  # tasks holding at least one comparison
     point: BTFit
     log_strength: BatchModelVector
     rating: BatchModelVector
@@ -268,13 +268,15 @@ def bootstrap(
     jack_weight: FloatArray | None = None
     if mode == "task":
         per_task = task_win_matrices(comp).reshape(comp.n_tasks, m * m)
-        weights = task_weights(comp.n_tasks, n_resamples, seed).astype(np.float64)
+        # Tasks with no comparison yet carry no information: resampling them would only
+        # make the size of each resample random.
+        per_task = per_task[per_task.any(axis=1)]
+        n_units = per_task.shape[0]
+        weights = task_weights(n_units, n_resamples, seed).astype(np.float64)
         wins = (weights @ per_task).reshape(n_resamples, m, m)
-        n_units = comp.n_tasks
         if method == "bca":
-            present = np.flatnonzero(per_task.any(axis=1))
-            leave_out = wins_all.reshape(1, m * m) - per_task[present]
-            jack_weight = np.ones(present.size)
+            leave_out = wins_all.reshape(1, m * m) - per_task
+            jack_weight = np.ones(n_units)
     elif mode == "judgments":
         counts, cell_matrix = _judgment_cells(comp)
         n_units = len(comp)
@@ -302,7 +304,7 @@ def bootstrap(
         level=level,
         seed=seed,
         n_units=n_units,
-        n_tasks=comp.n_tasks,
+        n_tasks=int(np.unique(comp.task).size),
         point=point,
         log_strength=beta,
         rating=np.exp(beta),
