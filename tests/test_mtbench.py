@@ -85,6 +85,13 @@ def test_the_imported_verdicts_combine_back_to_the_published_votes(project: Path
         assert verdict.complete
         expected = {"model_a": a, "model_b": b}.get(winner, "tie")
         assert (verdict.winner, verdict.flipped) == (expected, winner == "tie (inconsistent)")
+    # the per-order split of an inconsistent tie was not published: the placeholders alternate
+    # between positions so that the report's positional split is not invented
+    placeholders = Counter(
+        r["position_winner"] for r in load_verdicts(log, JUDGE) if r["reconstructed"]
+    )
+    inconsistent = sum(r["winner"] == "tie (inconsistent)" for r in rows)
+    assert placeholders == {"1": inconsistent, "2": inconsistent}
 
 
 @needs_data

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -271,14 +272,18 @@ def _answer_text(conversation: list[tuple[str, str]], turn: int) -> str | None:
     return None
 
 
-def _order_records(vote: Vote, shas: dict[tuple[str, str], str], created: str) -> list[Record]:
+def _order_records(
+    vote: Vote, shas: dict[tuple[str, str], str], created: str, first_shown_won: bool = True
+) -> list[Record]:
     """The two order records whose combination is the published combined verdict.
 
     A "tie (inconsistent)" vote means the two orders disagreed, but which way each went was not
-    published; it is written as the first-shown answer winning both times (position bias, the
-    usual cause) and marked `reconstructed`, so the combined verdict is a flipped tie."""
+    published. It is written as the same position winning in both orders (the first shown, or
+    with `first_shown_won` False the second; the importer alternates so that the positional
+    split is not invented), marked `reconstructed`, and combines back to a flipped tie."""
     if vote.winner == "tie (inconsistent)":
-        positions = {"ab": "1", "ba": "1"}
+        same = "1" if first_shown_won else "2"
+        positions = {"ab": same, "ba": same}
     elif vote.winner == "tie":
         positions = {"ab": "tie", "ba": "tie"}
     elif vote.winner == "model_a":
@@ -305,6 +310,12 @@ def _order_records(vote: Vote, shas: dict[tuple[str, str], str], created: str) -
                 "rationale": (
                     f'Imported GPT-4 pair verdict "{vote.winner}" from {SOURCE}; '
                     "the judge's own text was not published."
+                    + (
+                        " The two orders disagreed; which way each went was not published, "
+                        "so this order's verdict is a placeholder."
+                        if vote.winner == "tie (inconsistent)"
+                        else ""
+                    )
                 ),
                 "raw": vote.winner,
                 "reconstructed": vote.winner == "tie (inconsistent)",
@@ -400,9 +411,20 @@ def import_mtbench(
     answers = _answer_records(spec.suite, data, models, spec.settings, created)
     shas = {(r["task_id"], r["model"]): answer_sha(r["text"]) for r in answers}
     log = EvidenceLog(run_dir)
+    alternate = itertools.cycle((True, False))
     log.append_many("answers", answers)
     log.append_many(
-        "verdicts", [rec for vote in gpt4 for rec in _order_records(vote, shas, created)]
+        "verdicts",
+        [
+            rec
+            for vote in gpt4
+            for rec in _order_records(
+                vote,
+                shas,
+                created,
+                first_shown_won=next(alternate) if vote.winner == "tie (inconsistent)" else True,
+            )
+        ],
     )
     labels = _label_records(experts + (authors if with_authors else []), created)
     log.append_many("labels", labels)
