@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +39,8 @@ def make_run(
 
     `answer_text` returning None records a failed answer for that (task, model).
     """
+    if Path.cwd().resolve() != root.resolve():
+        raise RuntimeError("make_run writes runs/ relative to the cwd: chdir into root first")
     suite_path = root / "suites" / f"{name}.yaml"
     suite_path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -107,3 +115,49 @@ def text_to_model(spec: RunSpec, models: tuple[str, ...] = MODELS) -> dict[str, 
         for task in spec.suite.tasks
         for index, model in enumerate(models)
     }
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+def free_port() -> int:
+    """A local TCP port nobody listens on right now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_label_app(root: Path, run: str, port: int, *args: str) -> subprocess.Popen[bytes]:
+    """`konkord label` in its own process group, serving on `port` once this returns."""
+    import urllib.request
+
+    command = [sys.executable, "-m", "konkord.cli", "label", "--run", run, "--port", str(port),
+               "--no-browser", *args]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=root, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(600):
+        if process.poll() is not None:
+            raise RuntimeError(f"konkord label exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.1)
+    kill_group(process)
+    raise RuntimeError("the labelling app did not start within a minute")
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """kill -9 the command and the Streamlit server it started."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()

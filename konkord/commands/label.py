@@ -75,6 +75,7 @@ def label(
         "--server.headless", "true" if no_browser else "false",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "minimal",
         "--",
         "--run", spec.name,
         "--labeller", who,

@@ -32,9 +32,10 @@ ENV_PREFIX = "KONKORD_LABEL_"
 # the pane height follows the window (vh) so a laptop screen is used to its bottom.
 PAGE_CSS = """
 <style>
-[data-testid="stMainBlockContainer"] { padding-top: 1.2rem; padding-bottom: 0.5rem; }
-.st-key-prompt { max-height: 18vh; overflow-y: auto; }
-.st-key-answer_1, .st-key-answer_2 { height: max(220px, calc(100vh - 19rem - 18vh)) !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.2rem; padding-bottom: 0.5rem; }
+.st-key-prompt { max-height: 16vh; overflow-y: auto; }
+div:has(> .st-key-answer_1), div:has(> .st-key-answer_2),
+.st-key-answer_1, .st-key-answer_2 { height: max(220px, calc(100vh - 16rem - 16vh)) !important; }
 .st-key-tie_t { display: none; }
 .konkord-md p { margin: 0 0 0.6em 0; }
 .konkord-md pre { white-space: pre-wrap; }
