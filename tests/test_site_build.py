@@ -242,3 +242,23 @@ def test_broken_template_is_a_clear_error(consistent: Path) -> None:
 def test_reserved_run_name(consistent: Path) -> None:
     edit_runs(consistent, {"name": "static"})
     assert 'run name "static" is reserved' in build_error()
+
+
+def test_parallel_build_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import konkord.stages.build as build_module
+
+    trees = []
+    for name, workers in (("inline", "1"), ("parallel", "2")):
+        root = tmp_path / name
+        root.mkdir()
+        write_project(root, small_runs())
+        monkeypatch.chdir(root)
+        monkeypatch.setenv("KONKORD_BUILD_WORKERS", workers)
+        monkeypatch.setattr(build_module, "PARALLEL_MIN_TASKS", 1)
+        lines: list[str] = []
+        build_site(OUT, offline=True, runs_file=RUNS, progress=lines.append)
+        assert lines[:2] == ["run one: 7 pages, 7 written", "run two: 6 pages, 6 written"]
+        trees.append({k: v[1] for k, v in snapshot(root / "public").items()})
+    assert trees[0] == trees[1]

@@ -326,3 +326,29 @@ def test_a_model_name_with_markup_is_escaped(
     build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
     html = (tmp_path / "public/odd/index.html").read_text()
     assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer 1 is clearer and shorter.",
+        "Line one\nline two\n\n  Second paragraph. ",
+        'It\'s "quoted", and fine',
+        "x\n\n\n\ny",
+        "Answer 2 is wrong (it returns None); Answer 1 is right.",
+    ],
+)
+def test_plain_text_fast_path_matches_the_full_renderer(text: str) -> None:
+    from konkord.site.markdown import MARKDOWN_SYNTAX, _cleaner, _markdown
+
+    assert not MARKDOWN_SYNTAX.search(text), "this text takes the fast path"
+    assert str(render_markdown(text)) == _cleaner.clean(_markdown.render(text))
+
+
+@pytest.mark.parametrize(
+    "text", ["a *b*", "<b>x</b>", "1. item", "- item", "    code", "a & b", "see [x](y)", "# h"]
+)
+def test_anything_markdown_takes_the_full_renderer(text: str) -> None:
+    from konkord.site.markdown import MARKDOWN_SYNTAX
+
+    assert MARKDOWN_SYNTAX.search(text)

@@ -7,6 +7,8 @@ load anything: no script, no event handlers, no javascript: URLs, no iframes, fo
 
 from __future__ import annotations
 
+import html
+import re
 from functools import lru_cache
 
 import nh3
@@ -35,9 +37,29 @@ _cleaner = nh3.Cleaner(
 )
 
 
-@lru_cache(maxsize=8192)
+# Anything that could be Markdown syntax sends a text through the full parser; text free of
+# all of it (most short rationales) is just paragraphs, rendered by escaping, five times faster.
+MARKDOWN_SYNTAX = re.compile(
+    r"[*_`\[\]<>#|~\\!&:]|^[ \t]*(?:[-+=]|\d+[.)])|^(?: {4}|\t)| {2,}$|\r", re.MULTILINE
+)
+PARAGRAPH_BREAK = re.compile(r"\n(?:[ \t]*\n)+")
+
+
+def plain_paragraphs(text: str) -> Markup:
+    """Text without Markdown syntax as CommonMark renders it: escaped paragraphs."""
+    paragraphs = []
+    for block in PARAGRAPH_BREAK.split(text.strip()):
+        lines = [line.strip() for line in block.split("\n")]
+        # Quotes are safe in element content; leaving them as they are matches CommonMark.
+        paragraphs.append(f"<p>{html.escape(chr(10).join(lines), quote=False)}</p>\n")
+    return Markup("".join(paragraphs))
+
+
+@lru_cache(maxsize=4096)
 def render_markdown(text: str) -> Markup:
     """Markdown to safe HTML; identical texts (common across judges and runs) render once."""
+    if text.strip() and not MARKDOWN_SYNTAX.search(text):
+        return plain_paragraphs(text)
     return Markup(_cleaner.clean(_markdown.render(text)))
 
 

@@ -288,21 +288,29 @@ class SiteRenderer:
         where = f"{self.templates_dir / name}:{line}" if line else str(self.templates_dir / name)
         return KonkordError(f"{where}: {type(exc).__name__}: {exc.message or exc}")
 
-    def run_pages(self, run: LoadedRun, progress: Progress) -> dict[str, Any]:
-        """Render one run's pages, parsing its results file only if some page is out of date."""
-        cached_pages: dict[str, dict[str, Any]] = (
-            self.writer.previous.runs.get(run.entry.name, {}).get("pages", {}) if run.cached else {}
-        )
-        if cached_pages:
-            digests = {
-                path: self.page_digest(info["template"], run.sha, tuple(info["content"]))
-                for path, info in cached_pages.items()
-            }
-            if all(self.writer.is_current(path, digest) for path, digest in digests.items()):
-                for path, digest in digests.items():
-                    self.writer.keep(path, digest)
-                progress(f"run {run.entry.name}: {len(digests)} pages, unchanged")
-                return cached_pages
+    def keep_if_current(self, run: LoadedRun) -> dict[str, Any] | None:
+        """If every page of an unchanged results file is current, keep them all without
+        parsing the file; returns the run's page list, or None when something must render."""
+        if not run.cached:
+            return None
+        cached_pages: dict[str, dict[str, Any]] = self.writer.previous.runs.get(
+            run.entry.name, {}
+        ).get("pages", {})
+        if not cached_pages:
+            return None
+        digests = {
+            path: self.page_digest(info["template"], run.sha, tuple(info["content"]))
+            for path, info in cached_pages.items()
+        }
+        if not all(self.writer.is_current(path, digest) for path, digest in digests.items()):
+            return None
+        for path, digest in digests.items():
+            self.writer.keep(path, digest)
+        return cached_pages
+
+    def render_run(self, run: LoadedRun) -> tuple[dict[str, Any], str]:
+        """Parse one results file and render its out-of-date pages; returns its page list and
+        a progress line."""
         results: Results = read_results(run.path)
         before = len(self.writer.written)
         pages: dict[str, dict[str, Any]] = {}
@@ -314,8 +322,7 @@ class SiteRenderer:
             else:
                 self.render(plan, digest)
         written = len(self.writer.written) - before
-        progress(f"run {run.entry.name}: {len(pages)} pages, {written} written")
-        return pages
+        return pages, f"run {run.entry.name}: {len(pages)} pages, {written} written"
 
     def site_pages(self, summaries: list[RunSummary]) -> None:
         for plan in plan_site_pages(summaries, self.content):
@@ -326,6 +333,102 @@ class SiteRenderer:
                 self.writer.keep(plan.path, digest)
             else:
                 self.render(plan, digest)
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """One run to render in a worker process: everything it needs, as absolute paths."""
+
+    run: LoadedRun
+    out: Path
+    templates_dir: Path
+    content_dir: Path
+    previous_outputs: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RenderOutcome:
+    """What a worker did, merged into the main writer afterwards."""
+
+    pages: dict[str, Any]
+    outputs: dict[str, str]
+    written: list[str]
+    unchanged: int
+    line: str
+
+
+def render_job(job: RenderJob) -> RenderOutcome:
+    """Render one run in its own process (module level, so it can be pickled)."""
+    writer = OutputWriter(job.out, Manifest(outputs=job.previous_outputs))
+    renderer = SiteRenderer(job.templates_dir, writer, load_content(job.content_dir))
+    pages, line = renderer.render_run(job.run)
+    return RenderOutcome(pages, writer.current.outputs, writer.written, writer.unchanged, line)
+
+
+# Below this many tasks to render, starting worker processes costs more than it saves.
+PARALLEL_MIN_TASKS = 300
+
+
+def _worker_count() -> int:
+    """Processes to render runs with: one per CPU, or KONKORD_BUILD_WORKERS (1 = in-process)."""
+    setting = os.environ.get("KONKORD_BUILD_WORKERS", "")
+    if setting.isdigit() and int(setting) > 0:
+        return int(setting)
+    return os.cpu_count() or 1
+
+
+def render_runs(
+    renderer: SiteRenderer,
+    runs: list[LoadedRun],
+    out: Path,
+    content_dir: Path,
+    progress: Progress,
+) -> dict[str, dict[str, Any]]:
+    """Render every run that is not current, in parallel when there is enough work; returns
+    each run's page list for the manifest."""
+    pages: dict[str, dict[str, Any]] = {}
+    todo: list[LoadedRun] = []
+    for run in runs:
+        kept = renderer.keep_if_current(run)
+        if kept is None:
+            todo.append(run)
+        else:
+            pages[run.entry.name] = kept
+            progress(f"run {run.entry.name}: {len(kept)} pages, unchanged")
+    workers = min(len(todo), _worker_count())
+    if workers > 1 and sum(run.summary.tasks for run in todo) >= PARALLEL_MIN_TASKS:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        writer = renderer.writer
+        jobs = [
+            RenderJob(
+                run,
+                out.resolve(),
+                renderer.templates_dir.resolve(),
+                content_dir.resolve(),
+                {
+                    path: digest
+                    for path, digest in writer.previous.outputs.items()
+                    if path.startswith(f"{run.entry.name}/")
+                },
+            )
+            for run in todo
+        ]
+        # forkserver, not fork: serve mode has threads running, and forking those is unsafe.
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for job, outcome in zip(jobs, pool.map(render_job, jobs), strict=True):
+                writer.current.outputs.update(outcome.outputs)
+                writer.written.extend(outcome.written)
+                writer.unchanged += outcome.unchanged
+                pages[job.run.entry.name] = outcome.pages
+                progress(outcome.line)
+    else:
+        for run in todo:
+            pages[run.entry.name], line = renderer.render_run(run)
+            progress(line)
+    return pages
 
 
 def _copy_file(writer: OutputWriter, source: Path, target: str) -> None:
@@ -369,12 +472,12 @@ def build_site(
     out.mkdir(parents=True, exist_ok=True)
     writer = OutputWriter(out, previous)
     renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
+    pages = render_runs(renderer, loaded, out, content_dir, report)
     for run in loaded:
-        pages = renderer.run_pages(run, report)
         writer.current.runs[run.entry.name] = {
             "sha": run.sha,
             "summary": run.summary.to_json(),
-            "pages": pages,
+            "pages": pages[run.entry.name],
         }
     renderer.site_pages([run.summary for run in loaded])
     _write_extras(writer, templates_dir, loaded)

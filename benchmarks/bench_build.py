@@ -1,0 +1,118 @@
+"""Benchmark `konkord build`: 10 runs x 200 tasks x 8 models, full build and no-change rebuild.
+
+Prints the full build time (aim: under 10 s), the no-change rebuild time (aim: under 1 s) and
+peak memory (VmHWM of the build's main process). Each build runs in its own process, as a user
+runs it. The full build is measured twice: in one process (its CPU time is what one free core
+would take) and with the default worker processes (wall time, which depends on free cores).
+
+    python benchmarks/bench_build.py [--runs 10] [--tasks 200] [--models 8] [--judges 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from fixtures_site import make_results, write_project  # noqa: E402
+
+BUILD = """
+import json, sys, time
+from pathlib import Path
+def peak_mib():
+    # VmHWM starts afresh at exec; ru_maxrss would carry over the benchmark's own peak.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+started = time.perf_counter()
+cpu_started = time.process_time()
+from konkord.stages.build import build_site
+summary = build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+elapsed = time.perf_counter() - started
+print(json.dumps({"seconds": elapsed, "cpu": time.process_time() - cpu_started,
+                  "peak_mib": peak_mib(),
+                  "written": len(summary.written), "unchanged": summary.unchanged}))
+"""
+
+
+def run_build(root: Path, workers: int | None = None) -> dict[str, float]:
+    env = dict(os.environ)
+    if workers is not None:
+        env["KONKORD_BUILD_WORKERS"] = str(workers)
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", BUILD], cwd=root, capture_output=True, text=True, check=True, env=env
+    )
+    figures: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    figures["wall"] = time.perf_counter() - started
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--models", type=int, default=8)
+    parser.add_argument("--judges", type=int, default=1)
+    args = parser.parse_args()
+    models = [f"provider/model-{i}" for i in range(args.models)]
+    judges = [f"judge/j-{i}" for i in range(args.judges)]
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        runs = [
+            make_results(
+                f"run-{k:02d}",
+                models=models,
+                judges=judges,
+                n_tasks=args.tasks,
+                answer_words=150,
+                rationale_words=40,
+                seed=k,
+            )
+            for k in range(args.runs)
+        ]
+        write_project(root, runs)
+        size = sum(p.stat().st_size for p in (root / "results").glob("*.json"))
+        print(
+            f"{args.runs} runs x {args.tasks} tasks x {args.models} models, {args.judges} judge(s); "
+            f"results files {size / 1e6:.1f} MB; {os.cpu_count()} CPUs, load average {load:.1f}"
+        )
+        one = run_build(root, workers=1)
+        pages = sum(1 for _ in (root / "public").rglob("*.html"))
+        print(
+            f"full build, 1 process:  {one['seconds']:.2f} s ({one['cpu']:.2f} s CPU), "
+            f"{int(one['written'])} files ({pages} pages), peak memory {one['peak_mib']:.0f} MiB"
+        )
+        shutil.rmtree(root / "public")
+        full = run_build(root)
+        print(
+            f"full build, default:    {full['seconds']:.2f} s in the build "
+            f"({full['wall']:.2f} s with interpreter start), {int(full['written'])} files"
+        )
+        again = run_build(root)
+        print(
+            f"no-change rebuild:      {again['seconds']:.2f} s ({again['cpu']:.2f} s CPU, "
+            f"{again['wall']:.2f} s with interpreter start), {int(again['written'])} files "
+            f"written, peak memory {again['peak_mib']:.0f} MiB"
+        )
+        template = root / "templates" / "leaderboard.html"
+        template.write_text(template.read_text().replace("What the data supports", "Supported"))
+        edit = run_build(root)
+        print(
+            f"one template edited:    {edit['seconds']:.2f} s, {int(edit['written'])} files written"
+        )
+
+
+if __name__ == "__main__":
+    main()
