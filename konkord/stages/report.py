@@ -250,6 +250,9 @@ def _diagnostics(
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
             continue
+        if rec.get("reconstructed"):
+            # Imported combined votes carry no real order; they say nothing about position.
+            continue
         pos = rec.get("position_winner")
         if pos == "1":
             first += 1
