@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
+from click.testing import CliRunner
 from label_fixtures import JUDGE_SECRET, MODELS, make_run, plain_answer, text_to_model
 
+from konkord.cli import cli
 from konkord.evidence import EvidenceLog
 from konkord.label.labels import current_labels
 from konkord.label.sample import label_queue, pool_for_run
@@ -16,6 +20,8 @@ from konkord.runspec import RunSpec
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
+
+from konkord.label.app import LabelConfig, parse_config
 
 APP = Path(__file__).resolve().parent.parent / "konkord" / "label" / "app.py"
 FORBIDDEN = (*MODELS, "zebra", "quokka", "walrus", JUDGE_SECRET, "VERDICT", "gecko")
@@ -233,3 +239,47 @@ def test_a_run_without_answers_says_what_to_do(
     monkeypatch.setenv("KONKORD_LABEL_RUN", "empty")
     at = start()
     assert "konkord run --run empty" in [c.value for c in at.code]
+
+
+def test_label_command_passes_its_options_to_the_app(
+    run: RunSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+
+    def fake_call(command: list[str]) -> int:
+        calls.append(command)
+        return 0
+
+    monkeypatch.setattr(subprocess, "call", fake_call)
+    result = CliRunner().invoke(cli, ["label", "--run", "demo", "--n", "7", "--seed", "3",
+                                      "--labeller", "bob", "--port", "8600", "--no-browser"])
+    assert result.exit_code == 0, result.output
+    (command,) = calls
+    assert command[1:4] == ["-m", "streamlit", "run"]
+    assert Path(command[4]) == APP
+    assert command[command.index("--server.port") + 1] == "8600"
+    app_args = command[command.index("--") + 1 :]
+    assert parse_config(app_args, {}) == LabelConfig("demo", "bob", n=7, seed=3, overlap=0.5)
+
+
+def test_label_command_without_streamlit_says_what_to_install(
+    run: RunSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any) -> Any:
+        return None if name == "streamlit" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    result = CliRunner().invoke(cli, ["label", "--run", "demo"])
+    assert result.exit_code == 2
+    assert "install the label extra: pip install 'konkord[label]'" in result.output
+
+
+def test_label_command_refuses_a_run_without_comparisons(project: Path) -> None:
+    make_run(project, name="empty", n_tasks=2, answer_text=lambda task_id, index: None,
+             with_verdicts=False)
+    result = CliRunner().invoke(cli, ["label", "--run", "empty"])
+    assert result.exit_code == 2
+    assert "run empty has nothing to label" in result.output
+    assert "konkord run --run empty" in result.output
