@@ -8,6 +8,7 @@ Later records supersede earlier ones with the same key; nothing is rewritten in 
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -32,6 +33,8 @@ STREAM_KEYS: dict[str, tuple[str, ...]] = {
     "checks": ("task_id", "model", "check"),
 }
 
+_TAIL_CHUNK = 65536
+
 
 class TornLineWarning(UserWarning):
     """A crash left half a record at the end of a log; it is ignored and repaired on next append."""
@@ -55,11 +58,30 @@ def record_key(stream: str, record: Record) -> Key:
     return tuple(record.get(field) for field in STREAM_KEYS[stream])
 
 
+def encode_record(record: Record) -> bytes:
+    """One record as one JSON line. Readable UTF-8 where possible; text with lone surrogates
+    (possible in untrusted model output) falls back to \\u escapes, which still round-trip."""
+    try:
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True).encode()
+    except UnicodeEncodeError:
+        line = json.dumps(record, ensure_ascii=True, sort_keys=True).encode()
+    return line + b"\n"
+
+
+def _parses_as_record(line: bytes) -> bool:
+    """Whether a line is a whole record (a JSON object cannot be cut and still parse)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
+
 class EvidenceLog:
     """The evidence of one run: a directory of JSONL streams (answers, verdicts, labels, ...)."""
 
     def __init__(self, run_dir: Path | str) -> None:
         self.run_dir = Path(run_dir)
+        self.repairs: list[str] = []  # what append repaired, for the command to report
 
     @classmethod
     def for_run(cls, name: str, root: Path | str = "runs") -> EvidenceLog:
@@ -78,28 +100,54 @@ class EvidenceLog:
 
     @contextmanager
     def _locked(self, stream: str) -> Iterator[int]:
+        path = self.path(stream)
+        created = not path.exists()
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path(stream), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            if created:
+                _fsync_dir(self.run_dir)  # a new file must survive a crash too
             yield fd
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
     def _repair_torn_tail(self, stream: str, fd: int) -> None:
+        """Under the lock: make the file end with a newline before appending to it.
+
+        A last line that is a whole record but lost its newline gets the newline back; anything
+        else after the last newline is half a record, moved to <stream>.torn and cut away.
+        """
         size = os.fstat(fd).st_size
-        if size == 0:
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return
-        os.lseek(fd, size - 1, os.SEEK_SET)
-        if os.read(fd, 1) == b"\n":
-            return
-        with open(self.path(stream), "rb") as handle:
-            content = handle.read()
-        cut = content.rfind(b"\n") + 1
-        with open(self.path(stream).with_suffix(".torn"), "ab") as torn:
-            torn.write(content[cut:] + b"\n")
-        os.ftruncate(fd, cut)
+        start = size
+        tail = b""
+        while start > 0:
+            step = min(_TAIL_CHUNK, start)
+            start -= step
+            tail = os.pread(fd, step, start) + tail
+            if b"\n" in tail[:step]:
+                break
+        cut_in_tail = tail.rfind(b"\n") + 1
+        cut = start + cut_in_tail
+        fragment = tail[cut_in_tail:]
+        path = self.path(stream)
+        if _parses_as_record(fragment):
+            os.write(fd, b"\n")
+            self.repairs.append(f"{path}: the last record had lost its newline; restored")
+        else:
+            torn_path = path.with_suffix(".torn")
+            with open(torn_path, "ab") as torn:
+                torn.write(fragment + b"\n")
+                torn.flush()
+                os.fsync(torn.fileno())
+            os.ftruncate(fd, cut)
+            self.repairs.append(
+                f"{path}: cut an incomplete last line ({len(fragment)} bytes, left by a crash "
+                f"mid-write); it is kept in {torn_path}"
+            )
         os.fsync(fd)
 
     def append(self, stream: str, record: Record) -> None:
@@ -110,9 +158,7 @@ class EvidenceLog:
         """Append several records, each its own line, under one lock and one fsync."""
         if not records:
             return
-        payload = b"".join(
-            json.dumps(r, ensure_ascii=False, sort_keys=True).encode() + b"\n" for r in records
-        )
+        payload = b"".join(encode_record(r) for r in records)
         with self._locked(stream) as fd:
             self._repair_torn_tail(stream, fd)
             written = 0
@@ -123,30 +169,41 @@ class EvidenceLog:
     def read(self, stream: str) -> ReadResult:
         """Every record of a stream in write order; a torn last line is skipped and reported."""
         path = self.path(stream)
-        if not path.exists():
+        try:
+            with open(path, "rb") as handle:
+                # A shared lock: never read half of a record another process is writing.
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+                content = handle.read()
+        except FileNotFoundError:
             return ReadResult([], False)
-        content = path.read_bytes()
         lines = content.split(b"\n")
-        torn = bool(lines[-1])
-        body = lines[:-1]
-        if torn:
-            warnings.warn(
-                f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
-                "and will be repaired on the next append",
-                TornLineWarning,
-                stacklevel=2,
-            )
+        last = lines.pop()
+        torn = False
+        if last.strip():
+            if _parses_as_record(last):
+                lines.append(last)
+            else:
+                torn = True
+                warnings.warn(
+                    f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
+                    "and will be cut away (kept in a .torn file) on the next append",
+                    TornLineWarning,
+                    stacklevel=2,
+                )
         records: list[Record] = []
-        for number, line in enumerate(body, start=1):
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                record = None
+            if not isinstance(record, dict):
                 raise KonkordError(
-                    f"{path}:{number}: not a JSON record; the evidence log was edited by hand? "
+                    f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
                     "Restore it from git"
-                ) from None
+                )
+            records.append(record)
         return ReadResult(records, torn)
 
     def records(self, stream: str) -> list[Record]:
@@ -162,3 +219,51 @@ class EvidenceLog:
             if where is None or where(record):
                 out[record_key(stream, record)] = record
         return out
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class AsyncAppender:
+    """Appends from async code without blocking the event loop, with group commit.
+
+    `await append(record)` returns once that record is on disk (fsynced), like
+    `EvidenceLog.append`; records that arrive while a write is in progress go out together in
+    the next write, so a burst of answers costs one fsync rather than one each.
+    """
+
+    def __init__(self, log: EvidenceLog, stream: str) -> None:
+        log.path(stream)  # refuse an unknown stream now, not in the writer
+        self.log = log
+        self.stream = stream
+        self._pending: list[tuple[Record, asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def append(self, record: Record) -> None:
+        """Queue one record and wait until it is durable."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((record, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain())
+        await asyncio.shield(future)
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self.log.append_many, self.stream, [r for r, _ in batch])
+            except BaseException as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+            else:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_result(None)

@@ -9,19 +9,35 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import os
 import random
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.errors import KonkordError
 from konkord.runs_config import Price
 
 Message = dict[str, str]
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_CACHE_DIR = Path(".konkord/cache")
+SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+SECRET_SHAPE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}")
+
+
+def env_float(name: str, default: float) -> float:
+    """A float from the environment (tests shorten backoff and timeouts this way)."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise KonkordError(f"{name}={raw!r} is not a number") from None
 
 
 @dataclass(frozen=True)
@@ -33,8 +49,12 @@ class CallSettings:
     seed: int | None = 0
     api_base: str | None = None
 
+    def generation(self) -> dict[str, Any]:
+        """The sampling settings, as stored with each answer (the server address is not one)."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
+
     def digest(self) -> str:
-        """A short stable hash of these settings, used in evidence keys."""
+        """A short stable hash of all these settings."""
         blob = json.dumps(asdict(self), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -78,7 +98,11 @@ _litellm: Any = None
 
 
 def load_litellm() -> Any:
-    """Import litellm once, with the bundled cost map and the offline sim provider registered."""
+    """Import litellm once, with the bundled cost map and the offline sim provider registered.
+
+    The bundled cost map (LITELLM_LOCAL_MODEL_COST_MAP, unless the user set it) keeps costs
+    reproducible and keeps the import from fetching anything.
+    """
     global _litellm
     if _litellm is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -108,6 +132,37 @@ def is_offline_model(model: str) -> bool:
     return model.startswith(("sim/", "sim-judge/"))
 
 
+def missing_credentials(models: tuple[str, ...], api_base: str | None) -> dict[str, list[str]]:
+    """For each model that cannot be called, the environment variables it still needs.
+
+    Asked before anything is sent, so a run without a key stops with one message instead of
+    recording a failure per task. A model served from an explicit api_base is not checked:
+    local servers often need no key.
+    """
+    if api_base:
+        return {}
+    litellm = load_litellm()
+    out: dict[str, list[str]] = {}
+    for model in models:
+        if is_offline_model(model):
+            continue
+        try:
+            found = litellm.validate_environment(model=model)
+        except Exception:
+            continue
+        if not found.get("keys_in_environment") and found.get("missing_keys"):
+            out[model] = list(found["missing_keys"])
+    return out
+
+
+def redact(text: str) -> str:
+    """Remove anything that looks like a credential from text that will be stored or shown."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and SECRET_ENV.search(name) and value in text:
+            text = text.replace(value, f"[{name}]")
+    return SECRET_SHAPE.sub("[redacted]", text)
+
+
 def _classify(exc: BaseException, litellm: Any) -> str:
     permanent = (
         litellm.AuthenticationError,
@@ -124,22 +179,56 @@ def _classify(exc: BaseException, litellm: Any) -> str:
 
 
 def _short_error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    text = redact(f"{type(exc).__name__}: {exc}")
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _retry_after_s(exc: BaseException) -> float | None:
+    """The server's Retry-After, in seconds, when a rate-limit error carries one."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class MalformedResponse(Exception):
+    """The server answered, but not with a usable completion (no choices, no message)."""
+
+
+def _default_backoff() -> float:
+    return env_float("KONKORD_BACKOFF_BASE", 1.0)
+
+
+def _default_timeout() -> float:
+    return env_float("KONKORD_TIMEOUT", DEFAULT_TIMEOUT_S)
+
+
+_tmp_counter = itertools.count()
 
 
 @dataclass
 class ModelClient:
-    """Calls models through litellm with per-model concurrency limits, retries and a cache."""
+    """Calls models through litellm with per-model concurrency limits, retries and a cache.
+
+    Backoff before retry n (n = 1, 2, ...) is backoff_base_s * 2**(n-1) with jitter, capped; the
+    base comes from KONKORD_BACKOFF_BASE and the per-call timeout from KONKORD_TIMEOUT when set.
+    """
 
     concurrency: int = 8
     max_retries: int = 4
-    backoff_base_s: float = 1.0
+    backoff_base_s: float = field(default_factory=_default_backoff)
     backoff_cap_s: float = 30.0
-    timeout_s: float = DEFAULT_TIMEOUT_S
+    timeout_s: float = field(default_factory=_default_timeout)
     cache_dir: Path | None = DEFAULT_CACHE_DIR
     prices: dict[str, Price] = field(default_factory=dict)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
+    _known_models: dict[str, bool] = field(default_factory=dict, init=False)
+    _cache_dirs: set[Path] = field(default_factory=set, init=False)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         if model not in self._semaphores:
@@ -147,7 +236,7 @@ class ModelClient:
         return self._semaphores[model]
 
     def cache_key(self, model: str, messages: list[Message], settings: CallSettings) -> str:
-        """A hash of everything that changes the response."""
+        """A hash of everything that changes the response: model, messages, every setting."""
         blob = json.dumps(
             {"model": model, "messages": messages, "settings": asdict(settings)}, sort_keys=True
         )
@@ -160,13 +249,17 @@ class ModelClient:
 
     def _cache_get(self, key: str) -> CallResult | None:
         path = self._cache_path(key)
-        if path is None or not path.exists():
+        if path is None:
             return None
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             return None
-        result = CallResult(**{k: data.get(k) for k in CallResult.__dataclass_fields__})
+        if not isinstance(data, dict) or data.get("text") is None:
+            return None
+        fields: dict[str, Any] = {k: data.get(k) for k in CallResult.__dataclass_fields__}
+        result = CallResult(**fields)
+        result.attempts = int(result.attempts or 0)
         result.cached = True
         return result
 
@@ -174,25 +267,42 @@ class ModelClient:
         path = self._cache_path(key)
         if path is None or not result.ok:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        if path.parent not in self._cache_dirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._cache_dirs.add(path.parent)
+        # A unique temporary name, then an atomic rename: a reader sees all or nothing.
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{next(_tmp_counter)}.tmp")
         tmp.write_text(json.dumps(asdict(result) | {"cached": False}))
         os.replace(tmp, path)
 
-    def _cost(self, litellm: Any, model: str, response: Any, tokens: tuple[int, int]) -> float | None:
-        price = self.prices.get(model)
-        if price is not None:
-            return (tokens[0] * price.input_per_million + tokens[1] * price.output_per_million) / 1e6
-        if is_offline_model(model):
-            return 0.0
-        try:
-            cost = litellm.completion_cost(completion_response=response, model=model)
-        except Exception:
-            return None
-        # litellm answers 0.0 for some models it does not know; only trust a known map entry.
-        if not cost:
+    def _model_known(self, litellm: Any, model: str) -> bool:
+        if model not in self._known_models:
             try:
                 litellm.get_model_info(model)
+                self._known_models[model] = True
+            except Exception:
+                self._known_models[model] = False
+        return self._known_models[model]
+
+    def _cost(
+        self, litellm: Any, model: str, response: Any, tokens: tuple[int, int]
+    ) -> float | None:
+        """Dollars for one call: runs.json's price, else litellm's map; None when unknown."""
+        price = self.prices.get(model)
+        if price is not None:
+            dollars = tokens[0] * price.input_per_million + tokens[1] * price.output_per_million
+            return dollars / 1e6
+        if is_offline_model(model):
+            return 0.0
+        # litellm prices every response as it arrives; reuse that instead of pricing it twice.
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        # A model absent from the map has no price: "unknown", never a zero that looks free.
+        if not cost and not self._model_known(litellm, model):
+            return None
+        if cost is None:
+            try:
+                cost = litellm.completion_cost(completion_response=response, model=model)
             except Exception:
                 return None
         return float(cost)
@@ -200,7 +310,10 @@ class ModelClient:
     async def complete(
         self, model: str, messages: list[Message], settings: CallSettings, use_cache: bool = True
     ) -> CallResult:
-        """One chat completion: cached if seen before, retried on transient errors."""
+        """One chat completion: cached if seen before, retried on transient errors.
+
+        With use_cache=False the cache is not read (a forced regeneration) but is still written.
+        """
         key = self.cache_key(model, messages, settings)
         if use_cache and (hit := self._cache_get(key)) is not None:
             return hit
@@ -226,32 +339,42 @@ class ModelClient:
                 started = time.perf_counter()
                 try:
                     response = await litellm.acompletion(**kwargs)
+                    latency = time.perf_counter() - started
+                    result = self._result_from(litellm, model, response, latency, attempts)
+                    break
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
                     kind = _classify(exc, litellm)
                     if kind == "transient" and attempts <= self.max_retries:
                         delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempts - 1))
-                        await asyncio.sleep(delay * (0.5 + random.random() / 2))
+                        delay *= 0.5 + random.random() / 2
+                        wait = _retry_after_s(exc)
+                        if wait is not None:
+                            delay = max(delay, min(wait, self.backoff_cap_s))
+                        await asyncio.sleep(delay)
                         continue
                     return CallResult(
                         text=None, error=_short_error(exc), error_kind=kind, attempts=attempts
                     )
-                latency = time.perf_counter() - started
-                break
-        result = self._result_from(litellm, model, response, latency, attempts)
-        if use_cache:
-            self._cache_put(key, result)
+        if self.cache_dir is not None:
+            await asyncio.to_thread(self._cache_put, key, result)
         return result
 
     def _result_from(
         self, litellm: Any, model: str, response: Any, latency: float, attempts: int
     ) -> CallResult:
-        choice = response.choices[0]
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedResponse("the response has no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedResponse("the response's first choice has no message")
         usage = getattr(response, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        text = choice.message.content
+        text = message.content
         if text is None:
             text = ""
         return CallResult(

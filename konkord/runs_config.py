@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from konkord.errors import SuiteError
-from konkord.suite import SLUG, parse_located
-from konkord.yamlpos import load_json
+from konkord.suite import SLUG, parse_located, slug_problem
+from konkord.yamlpos import Loc, describe_loc, load_json
 
 DEFAULT_RUNS_FILE = Path("runs.json")
 
@@ -70,18 +77,32 @@ class RunEntry(BaseModel):
     @classmethod
     def _slug(cls, value: str) -> str:
         if not SLUG.match(value):
-            raise ValueError(
-                f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
-            )
+            raise ValueError(slug_problem(value))
+        return value
+
+    @field_validator("suite")
+    @classmethod
+    def _suite(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a suite file, e.g. suites/my_suite.yaml")
+        return value
+
+    @field_validator("models", "judges")
+    @classmethod
+    def _model_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not name.strip() or name != name.strip() or " " in name:
+                raise ValueError(f'"{name}" is not a model name (no spaces, e.g. openai/gpt-4o)')
+        if len(set(value)) != len(value):
+            twice = sorted({name for name in value if value.count(name) > 1})
+            raise ValueError(f'lists "{twice[0]}" twice')
         return value
 
     @field_validator("models")
     @classmethod
-    def _models(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+    def _two_models(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if len(value) < 2:
             raise ValueError("must list at least two models to compare")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a model twice")
         return value
 
     @model_validator(mode="after")
@@ -89,6 +110,11 @@ class RunEntry(BaseModel):
         for judge in self.judges:
             if judge in self.models:
                 raise ValueError(f'judge "{judge}" is also a ranked model')
+        for model in self.prices:
+            if model not in self.models and model not in self.judges:
+                raise ValueError(
+                    f'prices has "{model}", which is neither a model nor a judge of this run'
+                )
         return self
 
     @property
@@ -103,6 +129,30 @@ class RunsFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     runs: tuple[RunEntry, ...] = ()
+    _path: Path = PrivateAttr(default=DEFAULT_RUNS_FILE)
+    _lines: dict[Loc, int] = PrivateAttr(default_factory=dict)
+
+    def where(self, loc: Loc) -> str:
+        """`file:line: field` for a place in this runs.json, to start an error message."""
+        line = 1
+        for end in range(len(loc), -1, -1):
+            if loc[:end] in self._lines:
+                line = self._lines[loc[:end]]
+                break
+        return f"{self._path}:{line}: {describe_loc(loc)}"
+
+    def suite_file(self, index: int) -> Path:
+        """Where run `index`'s suite is: relative paths are relative to runs.json's directory."""
+        return self._path.parent / self.runs[index].suite
+
+    def check_suite_exists(self, index: int) -> None:
+        """Refuse a run whose suite file is missing, naming the line in runs.json."""
+        suite = self.suite_file(index)
+        if not suite.is_file():
+            raise SuiteError(
+                f'{self.where(("runs", index, "suite"))} "{self.runs[index].suite}" was not '
+                f"found (looked for {suite})"
+            )
 
     def get(self, name: str) -> RunEntry:
         """The run with this name, or a KonkordError listing the names there are."""
@@ -113,15 +163,26 @@ class RunsFile(BaseModel):
         raise SuiteError(f'runs.json has no run named "{name}" (runs: {names})')
 
 
-def load_runs(path: Path | str = DEFAULT_RUNS_FILE) -> RunsFile:
-    """Load and validate runs.json; errors name the file, line and field."""
+def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) -> RunsFile:
+    """Load and validate runs.json; errors name the file, line and field.
+
+    With check_suites, every run's suite file must exist too (`konkord validate` asks for this;
+    stages check only the run they work on).
+    """
     path = Path(path)
     located = load_json(path)
     runs: RunsFile = parse_located(path, located, RunsFile)
+    runs._path = path
+    runs._lines = located.lines
     seen: dict[str, int] = {}
     for index, run in enumerate(runs.runs):
         if run.name in seen:
-            line = located.line_of(("runs", index, "name"))
-            raise SuiteError(f'{path}:{line}: runs[{index}].name "{run.name}" is used twice')
+            raise SuiteError(
+                f'{runs.where(("runs", index, "name"))} "{run.name}" is used twice '
+                f"(first by runs[{seen[run.name]}])"
+            )
         seen[run.name] = index
+    if check_suites:
+        for index in range(len(runs.runs)):
+            runs.check_suite_exists(index)
     return runs

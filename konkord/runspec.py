@@ -7,7 +7,7 @@ manifest (runs/<run>/run.json), so later stages can be given just `--run NAME`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from konkord.errors import KonkordError
@@ -27,9 +27,9 @@ class RunSpec:
     suite: Suite
     models: tuple[str, ...]
     judges: tuple[str, ...] = ()
-    settings: CallSettings = CallSettings()
+    settings: CallSettings = field(default_factory=CallSettings)
     prices: dict[str, Price] = field(default_factory=dict)
-    label_plan: LabelPlan = LabelPlan()
+    label_plan: LabelPlan = field(default_factory=LabelPlan)
     results_path: Path = Path("results/run.json")
     in_runs_file: bool = False
 
@@ -39,13 +39,14 @@ class RunSpec:
         return RUNS_ROOT / self.name
 
 
-def spec_from_entry(entry: RunEntry) -> RunSpec:
-    """A RunSpec for a run listed in runs.json."""
+def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
+    """A RunSpec for a run listed in runs.json (relative suite paths are relative to `base`)."""
     gen = entry.generation
+    suite_path = base / entry.suite
     return RunSpec(
         name=entry.name,
-        suite_path=Path(entry.suite),
-        suite=load_suite(entry.suite),
+        suite_path=suite_path,
+        suite=load_suite(suite_path),
         models=entry.models,
         judges=entry.judges,
         settings=CallSettings(gen.temperature, gen.max_tokens, gen.seed, entry.api_base),
@@ -84,16 +85,24 @@ def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
     """The run called `name`: from runs.json if listed there, else from its manifest."""
     if runs_file.exists():
         runs = load_runs(runs_file)
-        for entry in runs.runs:
+        for index, entry in enumerate(runs.runs):
             if entry.name == name:
-                return spec_from_entry(entry)
+                runs.check_suite_exists(index)
+                return spec_from_entry(entry, runs_file.parent)
     path = manifest_path(name)
     if path.exists():
-        entry = RunEntry.model_validate(json.loads(path.read_text()))
-        return spec_from_entry(entry).__class__(
-            **{**spec_from_entry(entry).__dict__, "in_runs_file": False}
-        )
+        entry = load_manifest(path)
+        return replace(spec_from_entry(entry), in_runs_file=False)
     raise KonkordError(
         f'no run named "{name}": it is not in {runs_file} and {path} does not exist '
         "(start it with `konkord run --suite PATH --models A,B --run NAME`)"
     )
+
+
+def load_manifest(path: Path) -> RunEntry:
+    """An unlisted run's manifest, validated like a runs.json entry."""
+    from konkord.suite import parse_located
+    from konkord.yamlpos import load_json
+
+    entry: RunEntry = parse_located(path, load_json(path), RunEntry)
+    return entry

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from pathlib import Path
@@ -10,11 +11,25 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from konkord.errors import SuiteError
-from konkord.yamlpos import Located, Loc, describe_loc, load_yaml
+from konkord.yamlpos import Loc, Located, describe_loc, load_yaml
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-VERDICT_TOKEN = re.compile(r"verdict", re.IGNORECASE)
 KNOWN_CHECKS = ("compiles", "ruff_clean", "mypy_clean", "tests")
+# The judge ends with the line "VERDICT: 1|2|TIE" (any case, markdown around it). A rubric that
+# spells the token in capitals, or writes anything shaped like that line, competes with the
+# response format the tool owns; the plain word ("a fair verdict") is harmless and allowed.
+VERDICT_TOKEN = re.compile(r"\bVERDICT\b")
+VERDICT_LINE_LIKE = re.compile(r"\bverdict[*_`\s]*:", re.IGNORECASE)
+
+
+def mentions_verdict(text: str) -> bool:
+    """Whether a rubric mentions the verdict line the tool appends itself."""
+    return bool(VERDICT_TOKEN.search(text) or VERDICT_LINE_LIKE.search(text))
+
+
+def slug_problem(value: str) -> str:
+    """Why a string is not a slug, in the words STYLE.md uses."""
+    return f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
 
 
 class Task(BaseModel):
@@ -35,9 +50,7 @@ class Task(BaseModel):
     @classmethod
     def _slug(cls, value: str) -> str:
         if not SLUG.match(value):
-            raise ValueError(
-                f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
-            )
+            raise ValueError(slug_problem(value))
         return value
 
     @field_validator("prompt")
@@ -52,7 +65,7 @@ class Task(BaseModel):
     def _known_checks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
             if name not in KNOWN_CHECKS:
-                raise ValueError(f'unknown check "{name}" (valid: {", ".join(KNOWN_CHECKS)})')
+                raise ValueError(f'has an unknown check "{name}" (valid: {", ".join(KNOWN_CHECKS)})')
         return value
 
     @model_validator(mode="after")
@@ -85,10 +98,10 @@ class Suite(BaseModel):
     def _rubric(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty: write the criteria the judge should apply")
-        if VERDICT_TOKEN.search(value):
+        if mentions_verdict(value):
             raise ValueError(
                 "must not mention VERDICT: Konkord owns the judge's response format "
-                "and adds the verdict instructions itself"
+                "and adds the verdict instructions itself; remove that sentence"
             )
         return value
 
@@ -111,21 +124,76 @@ class Suite(BaseModel):
         return hashlib.sha256(self.rubric.encode()).hexdigest()[:12]
 
 
-def _pydantic_message(path: Path, located: Located, exc: ValidationError) -> str:
+_TYPE_WORDS = {
+    "valid tuple": "list",
+    "valid list": "list",
+    "valid dictionary": "mapping of fields",
+    "valid string": "text",
+}
+_JSON_TYPES = {
+    "str": "text",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true/false",
+    "list": "a list",
+    "dict": "a mapping",
+    "NoneType": "null",
+}
+
+
+def _field_names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
+    """Every field name of a model and the models nested in it, for spelling suggestions."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    names = set(model.model_fields)
+    for info in model.model_fields.values():
+        for arg in _type_args(info.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                names |= _field_names(arg, seen)
+    return names
+
+
+def _type_args(annotation: Any) -> list[Any]:
+    out = [annotation]
+    for arg in getattr(annotation, "__args__", ()) or ():
+        out += _type_args(arg)
+    return out
+
+
+def _error_text(error: Any, model: type[BaseModel]) -> str:
+    """One pydantic error in the words a suite author uses."""
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    kind = str(error["type"])
+    loc = error["loc"]
+    if kind == "extra_forbidden":
+        msg = "is not a known field"
+        close = difflib.get_close_matches(str(loc[-1]), sorted(_field_names(model)), n=1)
+        return msg + (f' (did you mean "{close[0]}"?)' if close else " (check the spelling)")
+    if kind == "missing":
+        return "is required"
+    if kind.endswith("_type") or kind in {"model_type", "model_attributes_type"}:
+        got = type(error.get("input")).__name__
+        for words, plain in _TYPE_WORDS.items():
+            if words in msg:
+                msg = f"should be {'a ' if plain in {'list'} else ''}{plain}"
+                break
+        return f"{msg}, not {_JSON_TYPES.get(got, got)}"
+    return msg
+
+
+def _pydantic_message(
+    path: Path, located: Located, exc: ValidationError, model: type[BaseModel]
+) -> str:
     """The first validation error as `file:line: field message`, the way a person reads it."""
-    lines = []
-    for error in exc.errors():
-        loc: Loc = tuple(p for p in error["loc"] if isinstance(p, str | int))
-        msg = str(error["msg"]).removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            msg = "is not a known field (check the spelling)"
-        elif error["type"] == "missing":
-            msg = "is required"
-        elif error["type"].endswith("_type") or error["type"] == "model_type":
-            got = error.get("input")
-            msg = f"{msg} (got {type(got).__name__})"
-        lines.append(f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {msg}")
-    return lines[0] if len(lines) == 1 else lines[0] + f" (and {len(lines) - 1} more)"
+    errors = exc.errors()
+    first = errors[0]
+    loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
+    line = f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(first, model)}"
+    if len(errors) > 1:
+        line += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return line
 
 
 def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
@@ -135,20 +203,39 @@ def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate(located.data)
     except ValidationError as exc:
-        raise SuiteError(_pydantic_message(path, located, exc)) from None
+        raise SuiteError(_pydantic_message(path, located, exc, model)) from None
+
+
+def _verdict_line(path: Path, located: Located) -> int:
+    """The line inside the rubric that mentions VERDICT (the rubric's own line if not found)."""
+    start = located.line_of(("rubric",))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number in range(start, len(lines) + 1):
+        if mentions_verdict(lines[number - 1]):
+            return number
+    return start
 
 
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a suite file; every problem is a SuiteError naming file, line and field."""
     path = Path(path)
     located = load_yaml(path)
+    data = located.data
+    rubric = data.get("rubric") if isinstance(data, dict) else None
+    if isinstance(rubric, str) and mentions_verdict(rubric):
+        raise SuiteError(
+            f"{path}:{_verdict_line(path, located)}: rubric must not mention VERDICT: Konkord "
+            "owns the judge's response format and adds the verdict instructions itself; "
+            "remove that sentence"
+        )
     suite: Suite = parse_located(path, located, Suite)
     seen: dict[str, int] = {}
     for index, task in enumerate(suite.tasks):
         if task.id in seen:
             line = located.line_of(("tasks", index, "id"))
             raise SuiteError(
-                f'{path}:{line}: tasks[{index}].id "{task.id}" repeats tasks[{seen[task.id]}].id'
+                f'{path}:{line}: tasks[{index}].id "{task.id}" repeats tasks[{seen[task.id]}].id '
+                f"(line {located.line_of(('tasks', seen[task.id], 'id'))}); task ids must be unique"
             )
         seen[task.id] = index
     return suite

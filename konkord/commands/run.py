@@ -2,21 +2,52 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from konkord.runspec import RunSpec
 
 
 @click.command()
 @click.option("--suite", "suite_path", type=click.Path(path_type=Path), help="Suite YAML file.")
 @click.option("--models", help="Comma-separated litellm model names, e.g. gpt-4o-mini,sim/alpha.")
-@click.option("--run", "run_name", help="Run name (default: the suite file's name). A run listed in runs.json supplies suite and models.")
-@click.option("--concurrency", default=8, show_default=True, help="Parallel calls per model.")
-@click.option("--max-tokens", type=int, help="Output token cap per answer [default: 4096].")
-@click.option("--temperature", type=float, help="Sampling temperature [default: 0].")
+@click.option(
+    "--run",
+    "run_name",
+    help="Run name (default: the suite file's name). A run listed in runs.json supplies its "
+    "suite, models and settings; an earlier unlisted run remembers them in runs/NAME/run.json.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Parallel calls per model.",
+)
+@click.option(
+    "--max-tokens", type=click.IntRange(min=1), help="Output token cap per answer [default: 4096]."
+)
+@click.option(
+    "--temperature", type=click.FloatRange(min=0), help="Sampling temperature [default: 0]."
+)
 @click.option("--seed", type=int, help="Sampling seed, where the provider supports one [default: 0].")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server (for local models).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds to wait for one response before retrying [default: $KONKORD_TIMEOUT or 120].",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="Retries after a rate limit, server error or timeout (exponential backoff from "
+    "$KONKORD_BACKOFF_BASE seconds, default 1).",
+)
 @click.option("--force", is_flag=True, help="Regenerate answers even if recorded (pays again).")
 def run(
     suite_path: Path | None,
@@ -27,83 +58,178 @@ def run(
     temperature: float | None,
     seed: int | None,
     api_base: str | None,
+    timeout: float | None,
+    retries: int,
     force: bool,
 ) -> None:
     """Ask every model for one answer per task, saving each answer as it arrives.
 
     Resumable: a rerun makes no call for answers already recorded and retries
     the ones that failed. Responses are cached under .konkord/cache. Credentials
-    come from the environment or a .env file in this directory.
+    come from the environment or a .env file in this directory (a variable set
+    in the shell wins).
+
+    \b
+    Example:
+      konkord run --suite suites/python_codegen.yaml --models sim/alpha,sim/beta
     """
-    from dataclasses import replace
+    import asyncio
+    import warnings
 
-    from konkord.errors import KonkordError
-    from konkord.evidence import EvidenceLog
-    from konkord.llm import CallSettings, ModelClient
+    from konkord.evidence import EvidenceLog, TornLineWarning
+    from konkord.llm import ModelClient, missing_credentials
     from konkord.progress import progress_bar
-    from konkord.runspec import RunSpec, resolve_run, write_manifest
+    from konkord.runspec import write_manifest
     from konkord.stages.run import generate_answers
-    from konkord.suite import load_suite
 
-    spec: RunSpec | None = None
-    name = run_name or (suite_path.stem if suite_path else None)
-    if name is None:
-        raise KonkordError("give --suite PATH --models A,B (or --run NAME of a run in runs.json)")
-    try:
-        spec = resolve_run(name)
-    except KonkordError:
-        if suite_path is None or not models:
-            raise
-    if spec is None or (suite_path and not spec.in_runs_file):
-        if suite_path is None or not models:
-            raise KonkordError("give --suite PATH and --models A,B for a run not in runs.json")
-        spec = RunSpec(
-            name=name,
-            suite_path=suite_path,
-            suite=load_suite(suite_path),
-            models=tuple(m.strip() for m in models.split(",") if m.strip()),
-            results_path=Path(f"results/{name}.json"),
+    spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
+    missing = missing_credentials(spec.models, spec.settings.api_base)
+    if missing:
+        needs = "; ".join(f"{m} needs {', '.join(v)}" for m, v in sorted(missing.items()))
+        raise _error(
+            f"run {spec.name}: no credentials: {needs}. Set them in the shell or in a .env file "
+            "in this directory (see .env.example); nothing was called"
         )
-    if models and spec.in_runs_file:
-        spec = replace(spec, models=tuple(m.strip() for m in models.split(",") if m.strip()))
-    settings = CallSettings(
-        temperature=temperature if temperature is not None else spec.settings.temperature,
-        max_tokens=max_tokens or spec.settings.max_tokens,
-        seed=seed if seed is not None else spec.settings.seed,
-        api_base=api_base or spec.settings.api_base,
-    )
-    spec = replace(spec, settings=settings)
-    if len(spec.models) < 2:
-        raise KonkordError("--models needs at least two models to compare")
     if not spec.in_runs_file:
         write_manifest(spec)
 
     log = EvidenceLog(spec.run_dir)
-    client = ModelClient(concurrency=concurrency, prices=spec.prices)
-    total = len(spec.suite.tasks) * len(spec.models)
-    click.echo(f"run {spec.name}: {len(spec.suite.tasks)} tasks x {len(spec.models)} models", err=True)
-    with progress_bar("answers", total) as advance:
-        summary = asyncio.run(
-            generate_answers(
-                log,
-                spec.suite,
-                spec.models,
-                settings,
-                client,
-                force=force,
-                on_done=advance,
-                on_total=lambda todo: advance(total - todo),
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TornLineWarning)
+        if log.read("answers").torn:
+            click.secho(
+                f"note: {log.path('answers')} ends with an incomplete line (a crash mid-write); "
+                "it is ignored and will be cut away (kept in a .torn file)",
+                fg="yellow",
+                err=True,
             )
+        client = ModelClient(concurrency=concurrency, max_retries=retries, prices=spec.prices)
+        if timeout is not None:
+            client.timeout_s = timeout
+        total = len(spec.suite.tasks) * len(spec.models)
+        click.echo(
+            f"run {spec.name}: {len(spec.suite.tasks)} tasks x {len(spec.models)} models",
+            err=True,
         )
+        with progress_bar("answers", total) as advance:
+            summary = asyncio.run(
+                generate_answers(
+                    log,
+                    spec.suite,
+                    spec.models,
+                    spec.settings,
+                    client,
+                    force=force,
+                    on_done=advance,
+                    on_total=lambda todo: advance(total - todo),
+                )
+            )
+    for note in log.repairs:
+        click.secho(f"repaired: {note}", fg="yellow", err=True)
     cost = f"${summary.cost_usd:.4f}"
     if summary.unknown_price_models:
-        cost += f" + unknown (no price for {', '.join(sorted(summary.unknown_price_models))})"
+        unknown = ", ".join(sorted(summary.unknown_price_models))
+        cost += f" + unknown (no price for {unknown}; add prices in runs.json)"
     click.echo(
         f"generated {summary.generated}, cached {summary.cached}, already recorded "
         f"{summary.already_recorded}, failed {summary.failed}; cost {cost}"
     )
     for line in summary.failures[:10]:
         click.secho(f"  failed: {line}", fg="red", err=True)
+    if len(summary.failures) > 10:
+        click.secho(f"  ... and {len(summary.failures) - 10} more", fg="red", err=True)
     if summary.failed:
         click.echo("rerun the same command to retry the failures", err=True)
         raise SystemExit(1)
+
+
+def _error(message: str) -> Exception:
+    from konkord.errors import KonkordError
+
+    return KonkordError(message)
+
+
+def _model_list(models: str | None) -> tuple[str, ...]:
+    if models is None:
+        return ()
+    names = tuple(m.strip() for m in models.split(","))
+    for name in names:
+        if not name or " " in name:
+            raise _error(f'--models: "{name}" is not a model name (comma-separated, no spaces)')
+    if len(set(names)) != len(names):
+        raise _error("--models lists a model twice")
+    return names
+
+
+def plan_run(
+    suite_path: Path | None,
+    models: str | None,
+    run_name: str | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    seed: int | None,
+    api_base: str | None,
+) -> RunSpec:
+    """Work out the run from the options, runs.json and any manifest; validate everything first.
+
+    Nothing is written here, so a bad suite, runs.json or option leaves no trace.
+    """
+    from dataclasses import replace
+
+    from konkord.llm import CallSettings
+    from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs
+    from konkord.runspec import RunSpec, load_manifest, manifest_path, spec_from_entry
+    from konkord.suite import SLUG, load_suite, slug_problem
+
+    model_list = _model_list(models)
+    name = run_name or (suite_path.stem if suite_path else None)
+    if name is None:
+        raise _error("give --suite PATH --models A,B (or --run NAME of a run in runs.json)")
+    if not SLUG.match(name):
+        hint = "--run" if run_name else "the suite file's name; choose one with --run"
+        raise _error(f"run name {slug_problem(name)}: {hint}")
+
+    spec: RunSpec | None = None
+    if DEFAULT_RUNS_FILE.exists():
+        runs = load_runs(DEFAULT_RUNS_FILE)
+        for index, entry in enumerate(runs.runs):
+            if entry.name != name:
+                continue
+            listed = runs.suite_file(index)
+            if suite_path is not None and suite_path.resolve() != listed.resolve():
+                raise _error(
+                    f'{runs.where(("runs", index, "suite"))}: run "{name}" uses {entry.suite}, '
+                    f"not {suite_path}; drop --suite, or pick another --run name"
+                )
+            runs.check_suite_exists(index)
+            spec = spec_from_entry(entry, DEFAULT_RUNS_FILE.parent)
+    if spec is None:
+        previous = None
+        if manifest_path(name).exists():
+            previous = spec_from_entry(load_manifest(manifest_path(name)))
+        chosen_suite = suite_path or (previous.suite_path if previous else None)
+        chosen_models = model_list or (previous.models if previous else ())
+        if chosen_suite is None or not chosen_models:
+            raise _error(
+                f'run "{name}" is not in runs.json: give --suite PATH and --models A,B'
+            )
+        spec = RunSpec(
+            name=name,
+            suite_path=chosen_suite,
+            suite=load_suite(chosen_suite),
+            models=chosen_models,
+            judges=previous.judges if previous else (),
+            settings=previous.settings if previous else CallSettings(),
+            results_path=Path(f"results/{name}.json"),
+        )
+    if model_list:
+        spec = replace(spec, models=model_list)
+    if len(spec.models) < 2:
+        raise _error("--models needs at least two models to compare")
+    settings = CallSettings(
+        temperature=temperature if temperature is not None else spec.settings.temperature,
+        max_tokens=max_tokens or spec.settings.max_tokens,
+        seed=seed if seed is not None else spec.settings.seed,
+        api_base=api_base or spec.settings.api_base,
+    )
+    return replace(spec, settings=settings)

@@ -14,8 +14,9 @@ from konkord.errors import KonkordError
 def validate(paths: tuple[Path, ...]) -> None:
     """Check suite files (.yaml) and runs.json files (.json) for errors.
 
-    Each problem is printed as FILE:LINE: FIELD MESSAGE. Exits non-zero if any
-    file is invalid; nothing is written.
+    Each problem is printed as FILE:LINE: FIELD MESSAGE. A runs.json is checked
+    together with the suites it names. Exits non-zero if any file is invalid;
+    nothing is written.
     """
     from konkord.runs_config import load_runs
     from konkord.suite import load_suite
@@ -24,11 +25,9 @@ def validate(paths: tuple[Path, ...]) -> None:
     for path in paths:
         try:
             if path.suffix == ".json":
-                runs = load_runs(path)
-                for entry in runs.runs:
-                    suite_path = path.parent / entry.suite
-                    if not suite_path.exists() and not Path(entry.suite).exists():
-                        raise KonkordError(f'{path}: run "{entry.name}": suite {entry.suite} not found')
+                runs = load_runs(path, check_suites=True)
+                for index in range(len(runs.runs)):
+                    load_suite(runs.suite_file(index))
                 click.echo(f"ok  {path} ({len(runs.runs)} runs)")
             else:
                 suite = load_suite(path)

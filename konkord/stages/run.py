@@ -7,10 +7,9 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from konkord.evidence import EvidenceLog, Record, now_iso
-from konkord.llm import CallSettings, Message, ModelClient
+from konkord.evidence import AsyncAppender, EvidenceLog, Record, now_iso
+from konkord.llm import CallResult, CallSettings, Message, ModelClient
 from konkord.suite import Suite, Task
 
 
@@ -31,21 +30,38 @@ def answer_messages(suite: Suite, task: Task) -> list[Message]:
 
 
 def answer_key_hash(messages: list[Message], settings: CallSettings) -> str:
-    """The hash that makes an answer current: the exact messages and the generation settings."""
-    blob = json.dumps({"messages": messages, "settings": settings.digest()}, sort_keys=True)
+    """The hash that makes an answer current: the exact messages and the sampling settings.
+
+    The server address (api_base) is left out: it says where a model is reached, not what it is
+    asked, so pointing a run at another proxy does not orphan its answers.
+    """
+    blob = json.dumps({"messages": messages, "settings": settings.generation()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def current_answers(log: EvidenceLog, suite: Suite, settings: CallSettings) -> dict[tuple[str, str], Record]:
-    """The latest answer record per (task, model) made with the current prompt and settings."""
+def current_answers(
+    log: EvidenceLog, suite: Suite, settings: CallSettings
+) -> dict[tuple[str, str], Record]:
+    """The current answer record per (task, model), for the current prompt and settings.
+
+    The latest good answer wins; a failure counts only when there is no good answer, so a
+    regeneration (`--force`) that fails does not throw away an answer already paid for.
+    """
     wanted = {
         task.id: answer_key_hash(answer_messages(suite, task), settings) for task in suite.tasks
     }
-    out: dict[tuple[str, str], Record] = {}
+    good: dict[tuple[str, str], Record] = {}
+    failed: dict[tuple[str, str], Record] = {}
     for record in log.records("answers"):
-        if wanted.get(record.get("task_id")) == record.get("settings_hash"):
-            out[(record["task_id"], record["model"])] = record
-    return out
+        task_id = record.get("task_id")
+        if not isinstance(task_id, str) or wanted.get(task_id) != record.get("settings_hash"):
+            continue
+        key = (task_id, str(record.get("model")))
+        if record.get("error") is None and record.get("text") is not None:
+            good[key] = record
+        else:
+            failed[key] = record
+    return {**failed, **good}
 
 
 @dataclass
@@ -61,6 +77,21 @@ class RunSummary:
     failures: list[str] = field(default_factory=list)
 
 
+def answer_record(
+    task: Task, model: str, messages: list[Message], settings: CallSettings, result: CallResult
+) -> Record:
+    """The evidence record for one answer (or one failure to answer)."""
+    return {
+        "kind": "answer",
+        "task_id": task.id,
+        "model": model,
+        "settings_hash": answer_key_hash(messages, settings),
+        "settings": settings.generation(),
+        **result.to_record(),
+        "created_at": now_iso(),
+    }
+
+
 async def generate_answers(
     log: EvidenceLog,
     suite: Suite,
@@ -71,7 +102,11 @@ async def generate_answers(
     on_done: Callable[[], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> RunSummary:
-    """Answer every (task, model) that has no good answer yet; each answer is saved on arrival."""
+    """Answer every (task, model) that has no good answer yet; each answer is saved on arrival.
+
+    A record is fsynced before it counts as done, so a killed run loses at most the calls in
+    flight; their responses are in the cache, so the rerun does not pay for them again.
+    """
     summary = RunSummary()
     existing = current_answers(log, suite, settings)
     todo: list[tuple[Task, str]] = []
@@ -84,24 +119,12 @@ async def generate_answers(
                 todo.append((task, model))
     if on_total:
         on_total(len(todo))
+    appender = AsyncAppender(log, "answers")
 
     async def answer_one(task: Task, model: str) -> None:
         messages = answer_messages(suite, task)
         result = await client.complete(model, messages, settings, use_cache=not force)
-        record: dict[str, Any] = {
-            "kind": "answer",
-            "task_id": task.id,
-            "model": model,
-            "settings_hash": answer_key_hash(messages, settings),
-            "settings": {
-                "temperature": settings.temperature,
-                "max_tokens": settings.max_tokens,
-                "seed": settings.seed,
-            },
-            **result.to_record(),
-            "created_at": now_iso(),
-        }
-        log.append("answers", record)
+        await appender.append(answer_record(task, model, messages, settings, result))
         if not result.ok:
             summary.failed += 1
             summary.failures.append(f"{task.id} / {model}: {result.error}")
@@ -109,10 +132,9 @@ async def generate_answers(
             summary.cached += 1
         else:
             summary.generated += 1
-        if result.ok:
             if result.cost_usd is None:
                 summary.unknown_price_models.add(model)
-            elif not result.cached:
+            else:
                 summary.cost_usd += result.cost_usd
         if on_done:
             on_done()
