@@ -141,3 +141,21 @@ def test_rounding_noise_is_not_a_separation() -> None:
     assert not ranking.differences.separated(0, 1)
     assert not ranking.claims and ranking.groups == ((0, 1),)
     assert ranking.separations[0].tasks_needed is None
+
+
+def test_mirrored_half_equals_the_direct_interval() -> None:
+    field = simulate_field(4, 15, seed=3, task_effect_sd=1.0, tie_rate=0.1)
+    boot = bootstrap(field.comparisons, n_resamples=300, seed=0)
+    diffs = pairwise_differences(boot)
+    beta, draws = boot.point.log_strength, boot.log_strength
+    assert boot.jackknife is not None
+    jack = boot.jackknife.log_strength
+    for x, y in ((1, 0), (3, 2), (2, 0)):  # below the diagonal: filled by mirroring
+        direct = boot.interval(
+            np.array(beta[x] - beta[y]), draws[:, x] - draws[:, y], jack[:, x] - jack[:, y]
+        )
+        assert diffs.lower[x, y] == pytest.approx(float(direct.lower), abs=1e-12)
+        assert diffs.upper[x, y] == pytest.approx(float(direct.upper), abs=1e-12)
+        gap = draws[:, x] - draws[:, y]
+        share = np.mean(gap > 1e-9) + 0.5 * np.mean(np.abs(gap) < 1e-9)
+        assert diffs.prob_above[x, y] == pytest.approx(share)

@@ -45,25 +45,34 @@ def _snap(values: FloatArray) -> FloatArray:
 
 
 def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
-    """Intervals of all log-strength differences, by the bootstrap's own interval method."""
+    """Intervals of all log-strength differences, by the bootstrap's own interval method.
+
+    Computed for a < b only: beta_b - beta_a has the mirrored interval (percentile and BCa
+    both turn x -> -x into a mirror image) and the complementary share of resamples.
+    """
     beta = boot.point.log_strength
-    estimate = beta[:, None] - beta[None, :]
-    draws = boot.log_strength[:, :, None] - boot.log_strength[:, None, :]
+    m = beta.size
+    a, b = np.triu_indices(m, k=1)
+    estimate = beta[a] - beta[b]
+    draws = boot.log_strength[:, a] - boot.log_strength[:, b]
     jack = None
     if boot.jackknife is not None:
         jb = boot.jackknife.log_strength
-        jack = jb[:, :, None] - jb[:, None, :]
+        jack = jb[:, a] - jb[:, b]
     # Differences within solver tolerance are exact zeros (e.g. two models that won and lost
     # the same comparisons); without this, 1e-14 of rounding would make a "separated" claim.
     estimate = _snap(estimate)
     draws = _snap(draws)
     interval = boot.interval(estimate, draws, jack)
-    lower, upper = _snap(interval.lower), _snap(interval.upper)
-    diag = np.arange(beta.size)
-    lower[diag, diag] = 0.0
-    upper[diag, diag] = 0.0
-    above = (draws > 0).mean(axis=0) + 0.5 * (draws == 0).mean(axis=0)
-    return PairwiseDifferences(estimate, lower, upper, above, boot.level)
+    low, high = _snap(interval.lower), _snap(interval.upper)
+    share = (draws > 0).mean(axis=0) + 0.5 * (draws == 0).mean(axis=0)
+    full_estimate, lower, upper = np.zeros((m, m)), np.zeros((m, m)), np.zeros((m, m))
+    above = np.full((m, m), 0.5)
+    full_estimate[a, b], full_estimate[b, a] = estimate, -estimate
+    lower[a, b], upper[a, b] = low, high
+    lower[b, a], upper[b, a] = -high, -low
+    above[a, b], above[b, a] = share, 1.0 - share
+    return PairwiseDifferences(full_estimate, lower, upper, above, boot.level)
 
 
 @dataclass(frozen=True)

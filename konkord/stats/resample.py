@@ -290,13 +290,16 @@ def bootstrap(
             jack_weight = counts.astype(np.float64)
     else:
         raise ValueError(f"mode must be 'task' or 'judgments', got {mode!r}")
-    if leave_out is not None:
-        wins = np.concatenate([wins, leave_out.reshape(-1, m, m)])
-    fits = newton_bt(wins, prior=prior, init=point.log_strength, workers=workers)
-    beta = fits.beta[:n_resamples]
+    fits = [newton_bt(wins, prior=prior, init=point.log_strength, workers=workers)]
     jack = None
     if leave_out is not None and jack_weight is not None:
-        jack = Jackknife(fits.beta[n_resamples:], jack_weight)
+        fits.append(
+            newton_bt(
+                leave_out.reshape(-1, m, m), prior=prior, init=point.log_strength, workers=workers
+            )
+        )
+        jack = Jackknife(fits[1].beta, jack_weight)
+    beta = fits[0].beta
     return Bootstrap(
         mode=mode,
         method=method,
@@ -309,9 +312,9 @@ def bootstrap(
         log_strength=beta,
         rating=np.exp(beta),
         expected_win_rate=_expected_win_rate(beta),
-        raw_win_rate=raw_win_rate(wins[:n_resamples]),
+        raw_win_rate=raw_win_rate(wins),
         jackknife=jack,
-        iterations_max=int(fits.iterations.max(initial=0)),
-        n_converged=int(fits.converged.sum()),
-        n_fits=int(fits.converged.size),
+        iterations_max=max(int(f.iterations.max(initial=0)) for f in fits),
+        n_converged=sum(int(f.converged.sum()) for f in fits),
+        n_fits=sum(int(f.converged.size) for f in fits),
     )
