@@ -65,9 +65,10 @@ class Interval:
 
 @dataclass(frozen=True)
 class Jackknife:
-    """Leave-one-unit-out log-strengths (K, M), unit `k` standing for `weight[k]` units."""
+    """Leave-one-unit-out log-strengths and raw win rates (K, M); unit k stands for weight[k]."""
 
     log_strength: FloatArray
+    raw_win_rate: FloatArray
     weight: FloatArray
 
 
@@ -135,7 +136,11 @@ class Bootstrap:
                 self.expected_win_rate,
                 None if jack_beta is None else _expected_win_rate(jack_beta),
             ),
-            "raw_win_rate": self.interval(self.point.raw_win_rate, self.raw_win_rate, None),
+            "raw_win_rate": self.interval(
+                self.point.raw_win_rate,
+                self.raw_win_rate,
+                None if jack is None else jack.raw_win_rate,
+            ),
         }
         beta = out["log_strength"]
         out["rating"] = Interval(np.exp(beta.lower), np.exp(beta.upper))
@@ -298,7 +303,7 @@ def bootstrap(
                 leave_out.reshape(-1, m, m), prior=prior, init=point.log_strength, workers=workers
             )
         )
-        jack = Jackknife(fits[1].beta, jack_weight)
+        jack = Jackknife(fits[1].beta, raw_win_rate(leave_out.reshape(-1, m, m)), jack_weight)
     beta = fits[0].beta
     return Bootstrap(
         mode=mode,
