@@ -352,3 +352,47 @@ def test_anything_markdown_takes_the_full_renderer(text: str) -> None:
     from konkord.site.markdown import MARKDOWN_SYNTAX
 
     assert MARKDOWN_SYNTAX.search(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer 1 is *clear*.",
+        "a **b** and `c < d`\nnext line  \nhard break\n\n  para *two*",
+        "see [x](http://a.b) & [y](javascript:alert(1))",
+        "a_b_c *unclosed",
+        "text with <b>html</b> inside",
+        "*a*\n\n\n*b*",
+        "![img](http://x/y.png) tail",
+        "~~strike~~ and <script>alert(1)</script>",
+    ],
+)
+def test_inline_only_shortcut_matches_the_full_renderer(text: str) -> None:
+    from konkord.site.markdown import BLOCK_SYNTAX, _cleaner, _markdown
+
+    assert not BLOCK_SYNTAX.search(text), "this text skips the block parser"
+    assert str(render_markdown(text)) == _cleaner.clean(_markdown.render(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# h",
+        "> q",
+        "- a",
+        "* a",
+        "1. a",
+        "```\nx\n```",
+        "a\n---",
+        "a\n===",
+        "***",
+        "a | b",
+        "    code",
+        "[r]: http://x",
+        "<div>",
+    ],
+)
+def test_block_markdown_takes_the_full_parser(text: str) -> None:
+    from konkord.site.markdown import BLOCK_SYNTAX
+
+    assert BLOCK_SYNTAX.search(text)
