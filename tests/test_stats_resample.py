@@ -122,3 +122,18 @@ def test_tasks_without_comparisons_are_not_resampled() -> None:
     b = bootstrap(padded, n_resamples=100, seed=1)
     assert b.n_units == b.n_tasks == comp.n_tasks
     assert np.array_equal(a.log_strength, b.log_strength)
+
+
+def test_simulated_truth_is_what_the_estimator_aims_at() -> None:
+    # Without task effects or ties the target is the latent strengths themselves.
+    plain = simulate_field(4, 1, seed=0, strength=[1.0, 0.5, 0.0, -1.5])
+    assert np.allclose(plain.target_log_strength, plain.strength, atol=1e-9)
+    # With task effects the expected score is a logistic-normal mean: check by Monte Carlo.
+    rng = np.random.default_rng(0)
+    field = simulate_field(3, 1, seed=1, strength=[1.0, 0.0, -1.0], task_effect_sd=2.0)
+    noise = rng.normal(0.0, 2.0, size=(400_000, 2))
+    mc = np.mean(1 / (1 + np.exp(-(2.0 + noise[:, 0] - noise[:, 1]))))
+    assert field.expected_score[0, 2] == pytest.approx(mc, abs=0.003)
+    # Task effects pull the target towards the middle.
+    gap = field.target_log_strength[0] - field.target_log_strength[2]
+    assert 0 < gap < 2.0
