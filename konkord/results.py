@@ -347,6 +347,11 @@ class Results(Strict):
     konkord_version: str
     run: str
     evidence_date: str | None = Field(description="Date of the newest evidence record.")
+    inputs_digest: str | None = Field(
+        default=None,
+        description="Hash of the evidence, suite and settings this file was computed from; "
+        "`konkord build` recomputes the file when it no longer matches.",
+    )
     simulated: bool = Field(description="True when every model and judge is simulated.")
     suite: SuiteInfo
     models: list[str]

@@ -485,6 +485,24 @@ def _calibration(
     return block
 
 
+EVIDENCE_STREAMS = ("answers", "verdicts", "prompts", "labels", "checks")
+
+
+def inputs_digest(spec: RunSpec, options: ReportOptions = ReportOptions()) -> str:
+    """A hash of everything a results file is computed from, to tell when it is stale."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
+    digest.update(spec.suite.model_dump_json().encode())
+    for stream in EVIDENCE_STREAMS:
+        path = spec.run_dir / f"{stream}.jsonl"
+        digest.update(stream.encode())
+        if path.exists():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
 def build_results(spec: RunSpec, options: ReportOptions = ReportOptions()) -> R.Results:
     """Compute everything the site needs for one run."""
     log = EvidenceLog(spec.run_dir)
@@ -523,6 +541,7 @@ def build_results(spec: RunSpec, options: ReportOptions = ReportOptions()) -> R.
         konkord_version=__version__,
         run=spec.name,
         evidence_date=evidence_date(log),
+        inputs_digest=inputs_digest(spec, options),
         simulated=all(is_offline_model(m) for m in [*spec.models, *judges]),
         suite=R.SuiteInfo(
             name=suite.name,
