@@ -144,11 +144,6 @@ def _sigmoid(x: FloatArray) -> FloatArray:
     return out
 
 
-def _log_sigmoid(x: FloatArray) -> FloatArray:
-    out: FloatArray = -np.logaddexp(0.0, -x)
-    return out
-
-
 def _gradient_curvature(
     counts: BatchPairMatrix, won: BatchModelVector, beta: BatchModelVector, prior: float
 ) -> tuple[BatchModelVector, BatchPairMatrix]:
