@@ -10,7 +10,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     field_validator,
-    model_validator,
 )
 
 from konkord.errors import SuiteError
@@ -105,17 +104,18 @@ class RunEntry(BaseModel):
             raise ValueError("must list at least two models to compare")
         return value
 
-    @model_validator(mode="after")
-    def _judge_not_ranked(self) -> RunEntry:
-        for judge in self.judges:
+    def problems(self) -> list[tuple[Loc, str]]:
+        """Disagreements between fields, with the field to point at (checked by load_runs)."""
+        out: list[tuple[Loc, str]] = []
+        for index, judge in enumerate(self.judges):
             if judge in self.models:
-                raise ValueError(f'judge "{judge}" is also a ranked model')
+                out.append((("judges", index), f'"{judge}" is also a ranked model'))
         for model in self.prices:
             if model not in self.models and model not in self.judges:
-                raise ValueError(
-                    f'prices has "{model}", which is neither a model nor a judge of this run'
+                out.append(
+                    (("prices", model), f'"{model}" is neither a model nor a judge of this run')
                 )
-        return self
+        return out
 
     @property
     def results_path(self) -> Path:
@@ -182,6 +182,8 @@ def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) 
                 f"(first by runs[{seen[run.name]}])"
             )
         seen[run.name] = index
+        for loc, problem in run.problems():
+            raise SuiteError(f"{runs.where(('runs', index, *loc))} {problem}")
     if check_suites:
         for index in range(len(runs.runs)):
             runs.check_suite_exists(index)

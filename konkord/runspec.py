@@ -104,5 +104,8 @@ def load_manifest(path: Path) -> RunEntry:
     from konkord.suite import parse_located
     from konkord.yamlpos import load_json
 
-    entry: RunEntry = parse_located(path, load_json(path), RunEntry)
+    located = load_json(path)
+    entry: RunEntry = parse_located(path, located, RunEntry)
+    for loc, problem in entry.problems():
+        raise KonkordError(f"{path}:{located.line_of(loc)}: {loc[0]} {problem}")
     return entry

@@ -173,6 +173,20 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
         return msg + (f' (did you mean "{close[0]}"?)' if close else " (check the spelling)")
     if kind == "missing":
         return "is required"
+    ctx = error.get("ctx") or {}
+    bounds = {
+        "greater_than_equal": ("must be at least", "ge"),
+        "greater_than": ("must be more than", "gt"),
+        "less_than_equal": ("must be at most", "le"),
+        "less_than": ("must be less than", "lt"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"{words} {ctx.get(key)}"
+    parsing = {"int_parsing": "a whole number", "float_parsing": "a number", "bool_parsing": "true or false"}
+    if kind in parsing:
+        got = type(error.get("input")).__name__
+        return f"should be {parsing[kind]}, not {_JSON_TYPES.get(got, got)}"
     if kind.endswith("_type") or kind in {"model_type", "model_attributes_type"}:
         got = type(error.get("input")).__name__
         for words, plain in _TYPE_WORDS.items():
@@ -187,7 +201,8 @@ def _pydantic_message(
     path: Path, located: Located, exc: ValidationError, model: type[BaseModel]
 ) -> str:
     """The first validation error as `file:line: field message`, the way a person reads it."""
-    errors = exc.errors()
+    # A misspelt key also makes its field "missing": the spelling hint is the useful message.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
     first = errors[0]
     loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
     line = f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(first, model)}"

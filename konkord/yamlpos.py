@@ -43,8 +43,7 @@ def read_text(path: Path) -> str:
     except PermissionError:
         raise SuiteError(f"{path}: cannot be read (permission denied)") from None
     if b"\x00" in raw:
-        line = raw[: raw.index(b"\x00")].count(b"\n") + 1
-        raise SuiteError(f"{path}:{line}: this is a binary file, not text")
+        raise SuiteError(f"{path}:1: this is a binary file, not text")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -99,13 +98,17 @@ def load_yaml(path: Path) -> Located:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        problem = exc.problem or "invalid YAML"
-        lines = text.splitlines()
-        tab_line = _first_tab_indent(lines, upto=line)
+        problem = f"YAML syntax: {exc.problem or 'invalid YAML'}"
+        tab_line = _first_tab_indent(text.splitlines(), upto=line)
         if tab_line is not None:
-            line = tab_line
-            problem = "a tab is used for indentation; YAML allows only spaces"
-        raise SuiteError(f"{path}:{line}: {problem} (YAML syntax)") from None
+            raise SuiteError(
+                f"{path}:{tab_line}: a tab is used for indentation; YAML allows only spaces"
+            ) from None
+        if exc.context and exc.context_mark and exc.context_mark.line + 1 < line:
+            # e.g. an unclosed quote: point at where it opened, not at the end of the file
+            problem = f"YAML syntax: {exc.context}, {exc.problem} (at line {line})"
+            line = exc.context_mark.line + 1
+        raise SuiteError(f"{path}:{line}: {problem}") from None
     except yaml.YAMLError as exc:
         raise SuiteError(f"{path}:1: invalid YAML ({exc})") from None
     if node is None:

@@ -1,0 +1,158 @@
+"""Suites: what loads, and the one clear message each broken suite gives (file, line, field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from konkord.cli import cli
+from konkord.errors import SuiteError
+from konkord.suite import load_suite, mentions_verdict
+
+BAD = Path(__file__).parent / "data" / "bad_inputs"
+
+# corpus file -> the message after "<path>:", exactly as a user reads it
+BAD_SUITES: dict[str, str] = {
+    "missing_rubric.yaml": "2: rubric is required",
+    "empty_rubric.yaml": "2: rubric must not be empty: write the criteria the judge should apply",
+    "duplicate_task_ids.yaml": (
+        '8: tasks[2].id "sum" repeats tasks[0].id (line 4); task ids must be unique'
+    ),
+    "tabs.yaml": "5: a tab is used for indentation; YAML allows only spaces",
+    "wrong_type_prompt.yaml": "7: tasks[1].prompt should be text, not a whole number",
+    "wrong_type_tasks.yaml": "3: tasks should be a list, not text",
+    "unknown_key.yaml": (
+        '5: tasks[0].promt is not a known field (did you mean "prompt"?) (and 1 more problem)'
+    ),
+    "unknown_top_key.yaml": (
+        '2: rubrik is not a known field (did you mean "rubric"?) (and 1 more problem)'
+    ),
+    "rubric_verdict.yaml": (
+        "5: rubric must not mention VERDICT: Konkord owns the judge's response format and adds "
+        "the verdict instructions itself; remove that sentence"
+    ),
+    "empty.yaml": "1: the file is empty",
+    "comments_only.yaml": "1: the file is empty",
+    "binary.yaml": "1: this is a binary file, not text",
+    "not_utf8.yaml": "2: not valid UTF-8 text (is this a binary file?)",
+    "task_id_spaces.yaml": (
+        "4: tasks[0].id \"first task\" is not a slug (use lower case, digits, '-', '_' or '.')"
+    ),
+    "empty_prompt.yaml": "5: tasks[0].prompt must not be empty",
+    "no_tasks.yaml": "3: tasks must list at least one task",
+    "top_level_list.yaml": "1: expected a mapping of fields at the top level",
+    "duplicate_key.yaml": "6: rubric is given twice",
+    "syntax_error.yaml": (
+        "2: YAML syntax: while scanning a quoted scalar, found unexpected end of stream (at line 6)"
+    ),
+    "unknown_check.yaml": (
+        '6: tasks[0].checks has an unknown check "pylint" '
+        "(valid: compiles, ruff_clean, mypy_clean, tests)"
+    ),
+}
+
+
+def test_the_corpus_is_all_covered() -> None:
+    on_disk = {p.name for p in BAD.glob("*.yaml")}
+    assert on_disk == set(BAD_SUITES)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SUITES))
+def test_bad_suite_gives_one_clear_error(name: str) -> None:
+    path = BAD / name
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    assert str(caught.value) == f"{path}:{BAD_SUITES[name]}"
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SUITES))
+def test_validate_exits_non_zero_and_prints_the_error(name: str) -> None:
+    path = BAD / name
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {path}:{BAD_SUITES[name]}"
+    assert result.stdout == ""
+
+
+def test_validate_reports_every_bad_file_and_passes_good_ones() -> None:
+    good = BAD / "ok" / "suite.yaml"
+    result = CliRunner().invoke(
+        cli, ["validate", str(good), str(BAD / "tabs.yaml"), str(BAD / "empty.yaml")]
+    )
+    assert result.exit_code == 2
+    assert result.stdout == f"ok  {good} (2 tasks)\n"
+    assert result.stderr.count("error: ") == 2
+
+
+def test_a_good_suite_loads_with_its_fields(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: demo\n"
+        "answer_language: python\n"
+        "context: |\n  ACME sells anvils.\n"
+        "rubric: Prefer correct code; a fair verdict needs evidence.\n"
+        "tasks:\n"
+        "  - id: add.v2\n"
+        "    prompt: Write add(a, b).\n"
+        "    reference: 'def add(a, b): return a + b'\n"
+        "    checks: [compiles, tests]\n"
+        "    tests: assert add(1, 2) == 3\n"
+        "  - id: sub_1\n"
+        "    prompt: Write sub(a, b).\n"
+    )
+    suite = load_suite(path)
+    assert suite.name == "demo"
+    assert suite.answer_language == "python"
+    assert suite.context == "ACME sells anvils.\n"
+    assert [t.id for t in suite.tasks] == ["add.v2", "sub_1"]
+    assert suite.tasks[0].checks == ("compiles", "tests")
+    assert suite.tasks[1].reference is None
+    assert suite.task("sub_1").prompt == "Write sub(a, b)."
+    assert len(suite.rubric_hash()) == 12
+
+
+def test_answer_language_null_means_prose(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: p\nanswer_language: null\nrubric: r\ntasks:\n  - {id: a, prompt: p}\n")
+    assert load_suite(path).answer_language is None
+
+
+def test_yaml_booleans_and_numbers_are_not_text(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("name: p\nrubric: r\ntasks:\n  - id: a\n    prompt: yes\n")
+    with pytest.raises(SuiteError, match=r":5: tasks\[0\].prompt should be text, not true/false"):
+        load_suite(path)
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match=r"nope\.yaml: file not found"):
+        load_suite(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(
+    ("rubric", "refused"),
+    [
+        ("End with VERDICT: 1 or VERDICT: 2.", True),
+        ("Write **Verdict:** then the number.", True),
+        ("verdict : 1", True),
+        ("The VERDICT line is yours.", True),
+        ("Give a fair verdict based on correctness.", False),
+        ("Prefer the correct answer.", False),
+    ],
+)
+def test_which_rubrics_mention_the_verdict_token(rubric: str, refused: bool) -> None:
+    assert mentions_verdict(rubric) is refused
+
+
+def test_many_tasks_keep_their_lines(tmp_path: Path) -> None:
+    body = ["name: big", "rubric: r", "tasks:"]
+    for i in range(300):
+        body += [f"  - id: t{i}", f"    prompt: p{i}"]
+    body[-1] = "    prompt: []"
+    path = tmp_path / "big.yaml"
+    path.write_text("\n".join(body) + "\n")
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    assert str(caught.value) == f"{path}:{len(body)}: tasks[299].prompt should be text, not a list"
