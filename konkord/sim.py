@@ -4,12 +4,13 @@ Registered with litellm as custom providers so that the real code path (litellm,
 the verdict parser, the evidence log) runs with no network and no key. Everything is deterministic
 from the model name, the messages and the seed.
 
-The latent model (the same one `konkord simulate` draws from, so the demo and the planning tool
-agree): a model has a strength `s` (logits), each task a difficulty `d`, each (model, task) a
-task effect `u ~ N(0, task_effect)`, and each answer a quality `q = s + u - d + e` with `e` a
-standard logistic draw. The quality becomes 0 to 3 *visible defects*: a reader (or the simulated
-judge) sees them in the text, e.g. plausible bugs in the reference solution of a code task, or a
-broken policy in a support reply. The judge reads the defects and, when sure (probability
+The latent model (the one `konkord simulate` draws from, there without the text): a model has a
+strength `s` (logits), each task a difficulty `d`, each (model, task) a task effect
+`u ~ N(0, task_effect)`, and each answer a quality `q = s + u - d + e` with `e` a standard
+logistic draw, so that answers compare as Bradley-Terry with task effects. The quality becomes
+0 to 3 *visible defects* (one per logit below 1), which a reader (or the simulated judge) sees in
+the text: plausible bugs in the reference solution of a code task, or policy breaks written into
+the reference reply of a support task. Equal defects are a true tie, which `simulate` omits. The judge reads the defects and, when sure (probability
 `accuracy`), prefers the answer with fewer; when unsure it says TIE (`tie_rate`), takes the
 longer answer (`length_bias`), or takes the answer shown first (`position_bias`).
 
@@ -163,10 +164,14 @@ def answer_quality(params: SimModelParams, task_key: str, seed: int | None) -> f
 
 
 def defects_for(quality: float) -> int:
-    """Visible defects for a latent quality: none above 0, one more per logit below, at most 3."""
-    if quality > 0:
+    """Visible defects for a latent quality: none above 1, one more per logit below, at most 3.
+
+    The tiers are centred on an average answer (a quarter of them flawless), so strengths
+    above and below average both show in the text rather than all strong models writing the
+    same flawless answer."""
+    if quality > 1.0:
         return 0
-    return min(MAX_DEFECTS, 1 + int(-quality))
+    return min(MAX_DEFECTS, 1 + int(1.0 - quality))
 
 
 # ---------------------------------------------------------------------------------------------
