@@ -34,6 +34,8 @@ def make_run(
     answer_language: str | None = None,
     answer_text: Callable[[str, int], str | None] = plain_answer,
     with_verdicts: bool = True,
+    prompt: Callable[[int], str] = lambda i: f"Explain item number {i} briefly.",
+    rubric: str = "Prefer the answer that is correct, then the one that is clearer.",
 ) -> RunSpec:
     """Write a suite and a manifest under `root` (the cwd) and answers for every task and model.
 
@@ -46,7 +48,7 @@ def make_run(
     lines = [
         f"name: {name}",
         "rubric: |",
-        "  Prefer the answer that is correct, then the one that is clearer.",
+        *(f"  {line}" for line in rubric.splitlines()),
         "context: |",
         "  You are helping a careful reader.",
     ]
@@ -54,7 +56,8 @@ def make_run(
         lines.append(f"answer_language: {answer_language}")
     lines.append("tasks:")
     for i in range(n_tasks):
-        lines += [f"  - id: task-{i:02d}", f"    prompt: Explain item number {i} briefly."]
+        lines += [f"  - id: task-{i:02d}", "    prompt: |"]
+        lines += [f"      {line}" for line in prompt(i).splitlines()]
     suite_path.write_text("\n".join(lines) + "\n")
     write_manifest(
         RunSpec(

@@ -32,6 +32,26 @@ WAIT_MS = 60_000
 LAPTOPS = [(1440, 900), (1366, 768)]
 
 
+RUBRIC = """Judge each answer as a careful reviewer of a pull request would, in this order:
+
+1. Correctness. Does the code do what the task asks for ordinary inputs, with the exact
+   name, parameters and return type given? Trace at least one example by hand.
+2. The edge cases the task names: empty inputs, boundaries, invalid input that must raise.
+3. Clarity. Readable names, no dead code, type hints that match the signature.
+
+Do not reward length: an answer that is correct and plain beats one that is elaborate."""
+
+
+def typical_prompt(index: int) -> str:
+    """About the size of a task prompt in the example suite: four or five lines."""
+    return (
+        "Write `def merge_intervals(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]`\n"
+        "that merges overlapping closed intervals and returns them sorted by start. Intervals\n"
+        "that only touch, such as (1, 2) and (2, 3), overlap. An empty list gives an empty\n"
+        f"list; an interval whose start is after its end raises ValueError (case {index}).\n"
+    )
+
+
 def typical_answer(task_id: str, index: int) -> str:
     """About what a model writes for a small coding task: a sentence, 20 lines of code, a note."""
     body = "\n".join(
@@ -63,7 +83,8 @@ def typical_answer(task_id: str, index: int) -> str:
 
 
 def test_laptop_screenshot(project: Path, tmp_path: Path) -> None:
-    make_run(project, n_tasks=6, answer_language="python", answer_text=typical_answer)
+    make_run(project, n_tasks=6, answer_language="python", answer_text=typical_answer,
+             prompt=typical_prompt, rubric=RUBRIC)
     out_dir = Path(os.environ.get("KONKORD_SCREENSHOT_DIR") or tmp_path)
     out_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import html
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,11 +34,16 @@ ENV_PREFIX = "KONKORD_LABEL_"
 PAGE_CSS = """
 <style>
 [data-testid="stMainBlockContainer"] { padding-top: 3.2rem; padding-bottom: 0.5rem; }
-.st-key-prompt { max-height: 16vh; overflow-y: auto; }
+.st-key-prompt { max-height: 20vh; overflow-y: auto; }
 div:has(> .st-key-answer_1), div:has(> .st-key-answer_2),
-.st-key-answer_1, .st-key-answer_2 { height: max(220px, calc(100vh - 16rem - 16vh)) !important; }
+.st-key-answer_1, .st-key-answer_2 {
+  --pane: max(220px, calc(100vh - 15rem - 20vh));
+  box-sizing: border-box; height: var(--pane) !important;
+}
+div:has(> .st-key-answer_1), div:has(> .st-key-answer_2) { flex: 0 0 var(--pane) !important; }
 .st-key-tie_t { display: none; }
 .konkord-md p { margin: 0 0 0.6em 0; }
+.konkord-task { font-size: 0.85rem; opacity: 0.7; margin-bottom: 0.3em; }
 .konkord-md pre { white-space: pre-wrap; }
 </style>
 """
@@ -257,13 +263,13 @@ def show_item(session: Session, item: QueueItem) -> None:
     suite = session.spec.suite
     task = suite.task(item.comparison.task_id)
     with st.container(key="prompt", border=True):
-        st.caption(f"Task {task.id}")
-        show_markdown(task.prompt)
+        task_line = f'<div class="konkord-task">Task {html.escape(task.id)}</div>'
+        st.html(task_line + safe_markdown_html(task.prompt))
     left, right = st.columns(2, gap="medium")
     for column, number, model in ((left, 1, item.shown_first), (right, 2, item.shown_second)):
         with column:
             st.markdown(f"**Answer {number}**")
-            with st.container(key=f"answer_{number}", border=True, height=420):
+            with st.container(key=f"answer_{number}", border=True, height=300):
                 answer = session.answers[(task.id, model)]
                 show_answer(str(answer["text"]), suite.answer_language)
 
