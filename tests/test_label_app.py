@@ -283,3 +283,20 @@ def test_label_command_refuses_a_run_without_comparisons(project: Path) -> None:
     assert result.exit_code == 2
     assert "run empty has nothing to label" in result.output
     assert "konkord run --run empty" in result.output
+
+
+def test_skipping_everything_offers_the_skipped_items_again(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = make_run(project, name="tiny", n_tasks=1, models=MODELS[:2], with_verdicts=False)
+    monkeypatch.setenv("KONKORD_LABEL_RUN", "tiny")
+    monkeypatch.setenv("KONKORD_LABEL_LABELLER", "ann")
+    at = start()
+    first = shown_models(at, spec)
+    click(at, "skip")
+    assert not at.columns and any("skipped 1 item" in i.value for i in at.info)
+    click(at, "unskip")
+    assert shown_models(at, spec) == first
+    click(at, "choice_2")
+    assert progress_text(at).startswith("1 of 1")
+    assert "konkord calibrate --run tiny" in [c.value for c in at.code]

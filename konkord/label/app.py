@@ -204,6 +204,11 @@ def on_skip(item: QueueItem) -> None:
     state().pinned = None
 
 
+def on_unskip() -> None:
+    """Bring back the items skipped in this session."""
+    state().skipped.clear()
+
+
 def on_undo(session: Session) -> None:
     """Withdraw the last label and show its item again."""
     withdrawn = undo_last_label(session.log, session.config.labeller)
@@ -285,10 +290,8 @@ def show_finished(session: Session, queue: LabelQueue) -> None:
         st.code(f"konkord run --run {session.spec.name}", language="bash")
         return
     if skipped and queue.done < session.n:
-        st.info(
-            f"You skipped {skipped} item(s) this session and there is nothing else to label; "
-            "restart the app to see them again."
-        )
+        st.info(f"You skipped {skipped} item(s) this session and there is nothing else to label.")
+        st.button("Show the skipped items again", key="unskip", on_click=on_unskip)
     st.success(
         f"Done: {queue.done} label(s) from {session.config.labeller}. Everything is saved in "
         f"{session.log.path('labels')}. Measure the judge against these labels with:"
