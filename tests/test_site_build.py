@@ -262,3 +262,12 @@ def test_parallel_build_writes_the_same_bytes(
         assert lines[:2] == ["run one: 7 pages, 7 written", "run two: 6 pages, 6 written"]
         trees.append({k: v[1] for k, v in snapshot(root / "public").items()})
     assert trees[0] == trees[1]
+
+
+def test_invalid_results_file_names_the_field(consistent: Path) -> None:
+    path = consistent / "results/one.json"
+    data = json.loads(path.read_text())
+    del data["judge_blocks"]
+    path.write_text(json.dumps(data))
+    message = build_error()
+    assert "results/one.json: invalid results file at judge_blocks: Field required" in message

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from pydantic import ValidationError
 
 from konkord import __version__
 from konkord.errors import KonkordError
@@ -109,6 +110,18 @@ def _answers_present(spec: RunSpec) -> int:
 
     log = EvidenceLog(spec.run_dir)
     return len(current_answers(log, spec.suite, spec.settings))
+
+
+def load_results_fast(path: Path, data: bytes | None = None) -> Results:
+    """Parse and validate a results file in one pass of pydantic's JSON parser; any problem
+    falls back to `read_results`, whose message names the file and the fix."""
+    try:
+        results = Results.model_validate_json(path.read_bytes() if data is None else data)
+    except (ValidationError, OSError):
+        return read_results(path)
+    if results.schema_version != SCHEMA_VERSION:
+        return read_results(path)
+    return results
 
 
 def _same_path(a: str | Path, b: str | Path) -> bool:
@@ -215,7 +228,7 @@ def load_runs_checked(
             is_cached = True
         else:
             try:
-                results = read_results(path)
+                results = load_results_fast(path, data)
             except KonkordError as exc:
                 problems.append(str(exc))
                 continue
@@ -311,7 +324,7 @@ class SiteRenderer:
     def render_run(self, run: LoadedRun) -> tuple[dict[str, Any], str]:
         """Parse one results file and render its out-of-date pages; returns its page list and
         a progress line."""
-        results: Results = read_results(run.path)
+        results = load_results_fast(run.path)
         before = len(self.writer.written)
         pages: dict[str, dict[str, Any]] = {}
         for plan in plan_run_pages(results, self.content):
