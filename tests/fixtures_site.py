@@ -28,6 +28,7 @@ from konkord.results import (
     Diagnostics,
     Disagreement,
     FitInfo,
+    GroupCalibration,
     HumanHuman,
     Interval,
     JudgeBlock,
@@ -124,6 +125,22 @@ def _calibration(
         per_labeller=[
             KeyedRate(key="ana", proportion=_proportion(22, 30)),
             KeyedRate(key="ben", proportion=_proportion(19, 30)),
+        ],
+        unmatched_labels=2,
+        by_turn=[
+            GroupCalibration(
+                key=str(turn),
+                label=f"Turn {turn}",
+                agreement=_proportion(20, 30),
+                agreement_no_ties=_proportion(17, 20),
+                human_human=HumanHuman(
+                    agreement=_proportion(8, 12),
+                    agreement_no_ties=_proportion(7, 9),
+                    kappa=Kappa(value=0.4),
+                    shared_items=12,
+                ),
+            )
+            for turn in (1, 2)
         ],
         human_human=HumanHuman(
             agreement=_proportion(14, 20),

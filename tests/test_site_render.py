@@ -201,6 +201,9 @@ def test_calibration_page_has_every_breakdown_and_the_gallery(
     ):
         assert heading in text
     assert "Q1: 100 to 199 chars" in text
+    turns = [row.get_text(" ", strip=True) for row in judge.select("table.by-turn tbody tr")]
+    assert turns[0].startswith("Turn 1 66.7%") and "20 of 30" in turns[0] and "7 of 9" in turns[0]
+    assert "2 more had no complete verdict" in text
     assert "Agreement where the orders flipped" in text
     gallery = judge.select("article.disagreement")
     assert len(gallery) == len(runs[0].judge_blocks[0].calibration.disagreements)
