@@ -164,7 +164,21 @@ def _calibration(
             )
             for i in range(3)
         ],
-        objective={"judge_vs_tests": "71% (25 of 35)"},
+        objective={
+            "objective_pairs": 34,
+            "judge": {
+                "overall": {
+                    "n": 34,
+                    "picks_passing": 28,
+                    "rate": 0.8235,
+                    "low": 0.66,
+                    "high": 0.92,
+                },
+                "by_model_pair": [
+                    {"model_a": "<b>pair</b>", "model_b": models[1], "rate": 0.5, "n": 4},
+                ],
+            },
+        },
     )
 
 

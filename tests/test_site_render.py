@@ -204,6 +204,16 @@ def test_calibration_page_has_every_breakdown_and_the_gallery(
     turns = [row.get_text(" ", strip=True) for row in judge.select("table.by-turn tbody tr")]
     assert turns[0].startswith("Turn 1 66.7%") and "20 of 30" in turns[0] and "7 of 9" in turns[0]
     assert "2 more had no complete verdict" in text
+    objective = judge.select_one(".objective")
+    assert objective is not None
+    overall = {
+        row.th.get_text(): row.td.get_text()
+        for row in objective.select("table.data tbody tr")
+        if row.th
+    }
+    assert overall["picks passing"] == "28" and overall["rate"] == "82.3%"
+    pair_cells = [td.get_text() for td in objective.select("thead + tbody td")]
+    assert pair_cells[0] == "<b>pair</b>", "free-form data is escaped, not markup"
     assert "Agreement where the orders flipped" in text
     gallery = judge.select("article.disagreement")
     assert len(gallery) == len(runs[0].judge_blocks[0].calibration.disagreements)

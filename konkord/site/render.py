@@ -17,7 +17,7 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from konkord import __version__
 from konkord.results import (
@@ -192,6 +192,66 @@ def winner_text(winner: str | None) -> str:
     return "tie" if winner == "tie" else winner
 
 
+def _is_rate_key(key: str) -> bool:
+    return key in {"rate", "low", "high"} or key.startswith(("rate_", "low_", "high_"))
+
+
+def _scalar_html(key: str, value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(escape("n/a" if value is None else ("yes" if value else "no")))
+    if isinstance(value, float):
+        return fmt_pct(value) if _is_rate_key(key) else f"{value:.3g}"
+    return str(escape(value))
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def data_html(value: Any, key: str = "") -> Markup:
+    """Free-form result data (the `objective` block) as small tables, every value escaped:
+    dicts become key/value rows, lists of dicts become tables, nesting becomes sections."""
+    if _is_scalar(value):
+        return Markup(_scalar_html(key, value))
+    if isinstance(value, dict):
+        scalars = [(k, v) for k, v in value.items() if _is_scalar(v)]
+        nested = [(k, v) for k, v in value.items() if not _is_scalar(v)]
+        parts = []
+        if scalars:
+            rows = "".join(
+                f'<tr><th scope="row">{escape(str(k).replace("_", " "))}</th>'
+                f"<td>{_scalar_html(str(k), v)}</td></tr>"
+                for k, v in scalars
+            )
+            parts.append(
+                f'<div class="scroll"><table class="data"><tbody>{rows}</tbody></table></div>'
+            )
+        for k, v in nested:
+            parts.append(f"<h5>{escape(str(k).replace('_', ' '))}</h5>{data_html(v, str(k))}")
+        return Markup("".join(parts))
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        columns: list[str] = []
+        for item in value:
+            columns.extend(str(k) for k in item if str(k) not in columns)
+        head = "".join(f'<th scope="col">{escape(c.replace("_", " "))}</th>' for c in columns)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td>{_scalar_html(c, item.get(c)) if _is_scalar(item.get(c)) else data_html(item.get(c), c)}</td>"
+                for c in columns
+            )
+            + "</tr>"
+            for item in value
+        )
+        return Markup(
+            f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>"
+        )
+    if isinstance(value, list):
+        return Markup(", ".join(str(data_html(item, key)) for item in value) or "none")
+    return Markup(escape(str(value)))
+
+
 def make_environment(templates_dir: Path) -> jinja2.Environment:
     """The Jinja environment: autoescape always on, undefined names are errors, not blanks."""
     env = jinja2.Environment(
@@ -212,7 +272,9 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         seconds=fmt_seconds,
         winner=winner_text,
     )
-    env.globals.update(anchor=anchor, csp=Markup(CSP), site_version=__version__)
+    env.globals.update(
+        anchor=anchor, csp=Markup(CSP), site_version=__version__, data_html=data_html
+    )
     return env
 
 
@@ -347,7 +409,7 @@ def calibration_context(results: Results) -> dict[str, Any]:
     for section in sections:
         calibration: Calibration = section["block"].calibration
         section["calibration"] = calibration
-        section["objective"] = sorted((calibration.objective or {}).items())
+        section["objective"] = calibration.objective
     return {"sections": sections}
 
 
