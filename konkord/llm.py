@@ -155,12 +155,18 @@ def missing_credentials(models: tuple[str, ...], api_base: str | None) -> dict[s
     return out
 
 
-def redact(text: str) -> str:
-    """Remove anything that looks like a credential from text that will be stored or shown."""
+def redact(text: str, key_shapes: bool = True) -> str:
+    """Remove credentials from text that will be stored or shown.
+
+    The values of secret-looking environment variables are always replaced by the variable's
+    name; with key_shapes, so is anything shaped like an API key (sk-...). Model answers get
+    only the first: a server that echoes the key must not put it in the evidence, but an
+    answer's code may legitimately contain "sk-" strings.
+    """
     for name, value in os.environ.items():
         if len(value) >= 8 and SECRET_ENV.search(name) and value in text:
             text = text.replace(value, f"[{name}]")
-    return SECRET_SHAPE.sub("[redacted]", text)
+    return SECRET_SHAPE.sub("[redacted]", text) if key_shapes else text
 
 
 def _classify(exc: BaseException, litellm: Any) -> str:
@@ -374,9 +380,7 @@ class ModelClient:
         usage = getattr(response, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        text = message.content
-        if text is None:
-            text = ""
+        text = redact(message.content or "", key_shapes=False)
         return CallResult(
             text=text,
             finish_reason=choice.finish_reason,
