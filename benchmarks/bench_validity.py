@@ -43,7 +43,10 @@ TWINS = np.array([0.8, 0.8, 0.0, 0.0, -0.8, -0.8])
 def coverage(fields: int, resamples: int) -> None:
     """(a) Coverage of the expected-win-rate intervals, task against judgment bootstrap."""
     print("(a) coverage of 95% intervals of expected win rate vs field")
-    print(f"    5 models 0.5 logits apart, judge {JUDGE}, {fields} fields per cell")
+    print(
+        f"    5 models 0.5 logits apart; judge accuracy {JUDGE.accuracy:g}, position bias "
+        f"{JUDGE.position_bias:g}, tie rate {JUDGE.tie_rate:g}; {fields} fields per cell"
+    )
     print(f"    {'task effect sd':>14} {'tasks':>6} {'task bootstrap':>15} {'judgments':>10}")
     strength = strengths_from_spread(5, 2.0)
     for effect in (0.0, 1.0, 2.0):

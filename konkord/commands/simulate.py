@@ -59,7 +59,7 @@ def _rates(value: str | None) -> list[float] | None:
 @click.option("--resamples", default=500, show_default=True, help="Bootstrap resamples per run.")
 @click.option(
     "--sweep-runs",
-    default=40,
+    default=80,
     show_default=True,
     help="Runs per point of the tasks sweep (0 skips the sweep and the plot).",
 )
