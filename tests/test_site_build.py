@@ -247,7 +247,7 @@ def test_reserved_run_name(consistent: Path) -> None:
 def test_parallel_build_writes_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import konkord.stages.build as build_module
+    import konkord.site.generate as build_module
 
     trees = []
     for name, workers in (("inline", "1"), ("parallel", "2")):

@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import jinja2.meta
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from konkord import __version__
-from konkord.results import (
-    Calibration,
-    Interval,
-    JudgeBlock,
-    Kappa,
-    Proportion,
-    Results,
+from konkord.results import Calibration, JudgeBlock, Results
+from konkord.site.formatting import (
+    anchor,
+    data_html,
+    fmt_interval,
+    fmt_kappa,
+    fmt_money,
+    fmt_pct,
+    fmt_proportion,
+    fmt_seconds,
+    winner_text,
 )
 from konkord.site.markdown import render_markdown
 from konkord.site.svg import ForestRow, forest_plot, heatmap
@@ -129,127 +132,6 @@ def load_content(content_dir: Path) -> dict[str, ContentFile]:
             text = path.read_text(encoding="utf-8")
             files[path.name] = ContentFile(path.name, text, sha256(text))
     return files
-
-
-# -- formatting filters: presentation only ------------------------------------------------------
-
-
-def fmt_pct(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
-
-
-def fmt_interval(value: Interval | None, percent: bool = True) -> str:
-    if value is None or value.estimate is None:
-        return "undefined"
-
-    def one(x: float | None) -> str:
-        if x is None:
-            return "?"
-        return fmt_pct(x) if percent else f"{x:.2f}"
-
-    if value.low is None or value.high is None:
-        return one(value.estimate)
-    return f"{one(value.estimate)} ({one(value.low)} to {one(value.high)})"
-
-
-def fmt_proportion(value: Proportion | None) -> str:
-    if value is None or value.rate is None or value.n == 0:
-        return "undefined (no items)" if value is None or value.n == 0 else "undefined"
-    span = ""
-    if value.low is not None and value.high is not None:
-        span = f" ({fmt_pct(value.low)} to {fmt_pct(value.high)})"
-    return f"{fmt_pct(value.rate)}{span}, {value.k} of {value.n}"
-
-
-def fmt_kappa(value: Kappa | None) -> str:
-    if value is None or value.value is None:
-        return "undefined"
-    if value.low is None or value.high is None:
-        return f"{value.value:.2f}"
-    return f"{value.value:.2f} ({value.low:.2f} to {value.high:.2f})"
-
-
-def fmt_money(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
-
-
-def fmt_seconds(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f} s"
-
-
-def anchor(*parts: str) -> str:
-    """An HTML id from arbitrary names: readable, and unique thanks to a short hash."""
-    joined = "\x00".join(parts)
-    readable = re.sub(r"[^a-z0-9]+", "-", joined.lower()).strip("-")[:40]
-    return f"{readable}-{sha256(joined)[:6]}" if readable else f"x-{sha256(joined)[:6]}"
-
-
-def winner_text(winner: str | None) -> str:
-    if winner is None:
-        return "no verdict"
-    return "tie" if winner == "tie" else winner
-
-
-def _is_rate_key(key: str) -> bool:
-    return key in {"rate", "low", "high"} or key.startswith(("rate_", "low_", "high_"))
-
-
-def _scalar_html(key: str, value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(escape("n/a" if value is None else ("yes" if value else "no")))
-    if isinstance(value, float):
-        return fmt_pct(value) if _is_rate_key(key) else f"{value:.3g}"
-    return str(escape(value))
-
-
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
-
-
-def data_html(value: Any, key: str = "") -> Markup:
-    """Free-form result data (the `objective` block) as small tables, every value escaped:
-    dicts become key/value rows, lists of dicts become tables, nesting becomes sections."""
-    if _is_scalar(value):
-        return Markup(_scalar_html(key, value))
-    if isinstance(value, dict):
-        scalars = [(k, v) for k, v in value.items() if _is_scalar(v)]
-        nested = [(k, v) for k, v in value.items() if not _is_scalar(v)]
-        parts = []
-        if scalars:
-            rows = "".join(
-                f'<tr><th scope="row">{escape(str(k).replace("_", " "))}</th>'
-                f"<td>{_scalar_html(str(k), v)}</td></tr>"
-                for k, v in scalars
-            )
-            parts.append(
-                f'<div class="scroll"><table class="data"><tbody>{rows}</tbody></table></div>'
-            )
-        for k, v in nested:
-            parts.append(f"<h5>{escape(str(k).replace('_', ' '))}</h5>{data_html(v, str(k))}")
-        return Markup("".join(parts))
-    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
-        columns: list[str] = []
-        for item in value:
-            columns.extend(str(k) for k in item if str(k) not in columns)
-        head = "".join(f'<th scope="col">{escape(c.replace("_", " "))}</th>' for c in columns)
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f"<td>{_scalar_html(c, item.get(c)) if _is_scalar(item.get(c)) else data_html(item.get(c), c)}</td>"
-                for c in columns
-            )
-            + "</tr>"
-            for item in value
-        )
-        return Markup(
-            f'<div class="scroll"><table class="data"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>"
-        )
-    if isinstance(value, list):
-        return Markup(", ".join(str(data_html(item, key)) for item in value) or "none")
-    return Markup(escape(str(value)))
 
 
 def make_environment(templates_dir: Path) -> jinja2.Environment:
@@ -548,24 +430,3 @@ def validate_task_ids(results: Results, source: Path) -> None:
                 f'{source}: task id "{task.id}" cannot be a page name (use lower case, digits, '
                 "'-', '_' or '.'); fix the suite and regenerate with `konkord report`"
             )
-
-
-def names(items: Iterable[str]) -> str:
-    return ", ".join(items) or "none"
-
-
-__all__ = [
-    "CSP",
-    "RESERVED_NAMES",
-    "ContentFile",
-    "Markup",
-    "PagePlan",
-    "RunSummary",
-    "context_fingerprint",
-    "load_content",
-    "make_environment",
-    "plan_run_pages",
-    "plan_site_pages",
-    "render_page",
-    "template_hash",
-]

@@ -1,0 +1,292 @@
+"""Writing the site: each run's pages rendered (in worker processes when there is enough
+work), the site-wide pages, and the extras a static host needs (_headers, 404.html, assets).
+
+Every output goes through the incremental writer, so a page whose inputs did not change is
+neither rendered nor written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from pydantic import ValidationError
+
+from konkord import __version__
+from konkord.errors import KonkordError
+from konkord.results import SCHEMA_VERSION, Results, read_results
+from konkord.runs_config import RunEntry
+from konkord.site.incremental import Manifest, OutputWriter, input_hash
+from konkord.site.render import (
+    CSP,
+    ContentFile,
+    PagePlan,
+    RunSummary,
+    context_fingerprint,
+    load_content,
+    make_environment,
+    plan_run_pages,
+    plan_site_pages,
+    render_page,
+    sha256,
+    site_nav,
+    template_hash,
+)
+
+Progress = Callable[[str], None]
+
+HEADERS = f"""/*
+  Content-Security-Policy: {CSP}; frame-ancestors 'none'
+  X-Content-Type-Options: nosniff
+  X-Frame-Options: DENY
+  Referrer-Policy: no-referrer
+  Permissions-Policy: camera=(), microphone=(), geolocation=(), interest-cohort=()
+  Cross-Origin-Opener-Policy: same-origin
+/results/*
+  Access-Control-Allow-Origin: *
+"""
+
+
+def load_results_fast(path: Path, data: bytes | None = None) -> Results:
+    """Parse and validate a results file in one pass of pydantic's JSON parser; any problem
+    falls back to `read_results`, whose message names the file and the fix."""
+    try:
+        results = Results.model_validate_json(path.read_bytes() if data is None else data)
+    except (ValidationError, OSError):
+        return read_results(path)
+    if results.schema_version != SCHEMA_VERSION:
+        return read_results(path)
+    return results
+
+
+@dataclass
+class LoadedRun:
+    """A run checked against its entry: its summary, and its results file's hash and path."""
+
+    entry: RunEntry
+    path: Path
+    sha: str
+    summary: RunSummary
+    cached: bool
+
+
+def renderer_fingerprint() -> str:
+    """The konkord version plus the site code itself: a changed renderer is a changed input,
+    even in a development checkout where the version number did not move."""
+    import konkord.site
+
+    site_dir = Path(konkord.site.__file__).parent
+    sources = sorted(site_dir.glob("*.py"))
+    return sha256(__version__ + "".join(sha256(path.read_bytes()) for path in sources))
+
+
+class SiteRenderer:
+    """Renders pages through the writer, skipping every page whose inputs are unchanged."""
+
+    def __init__(self, templates_dir: Path, writer: OutputWriter, content: dict[str, ContentFile]):
+        if not (templates_dir / "base.html").is_file():
+            raise KonkordError(
+                f"{templates_dir}/base.html not found; run `konkord build` from the project "
+                "root (the folder holding templates/ and content/)"
+            )
+        self.templates_dir = templates_dir
+        self.env = make_environment(templates_dir)
+        self.writer = writer
+        self.content = content
+        # Every page's menu links the content pages, so their names and titles are an input.
+        self.nav_key = context_fingerprint({"nav": site_nav(content)})
+        self.code_key = renderer_fingerprint()
+        self._template_hashes: dict[str, str] = {}
+
+    def template_hash(self, name: str) -> str:
+        if name not in self._template_hashes:
+            try:
+                self._template_hashes[name] = template_hash(self.env, name)
+            except jinja2.TemplateError as exc:
+                raise self._template_error(exc, name) from None
+        return self._template_hashes[name]
+
+    def page_digest(self, template: str, data_key: str, content: tuple[str, ...]) -> str:
+        shas = [self.content[name].sha if name in self.content else None for name in content]
+        return input_hash(self.code_key, self.template_hash(template), data_key, self.nav_key, shas)
+
+    def render(self, plan: PagePlan, digest: str) -> None:
+        try:
+            data = render_page(self.env, plan)
+        except jinja2.TemplateError as exc:
+            raise self._template_error(exc, plan.template) from None
+        self.writer.write(plan.path, data, digest)
+
+    def _template_error(self, exc: jinja2.TemplateError, template: str) -> KonkordError:
+        name = getattr(exc, "name", None) or template
+        line = getattr(exc, "lineno", None)
+        where = f"{self.templates_dir / name}:{line}" if line else str(self.templates_dir / name)
+        return KonkordError(f"{where}: {type(exc).__name__}: {exc.message or exc}")
+
+    def keep_if_current(self, run: LoadedRun) -> dict[str, Any] | None:
+        """If every page of an unchanged results file is current, keep them all without
+        parsing the file; returns the run's page list, or None when something must render."""
+        if not run.cached:
+            return None
+        cached_pages: dict[str, dict[str, Any]] = self.writer.previous.runs.get(
+            run.entry.name, {}
+        ).get("pages", {})
+        if not cached_pages:
+            return None
+        digests = {
+            path: self.page_digest(info["template"], run.sha, tuple(info["content"]))
+            for path, info in cached_pages.items()
+        }
+        if not all(self.writer.is_current(path, digest) for path, digest in digests.items()):
+            return None
+        for path, digest in digests.items():
+            self.writer.keep(path, digest)
+        return cached_pages
+
+    def render_run(self, run: LoadedRun) -> tuple[dict[str, Any], str]:
+        """Parse one results file and render its out-of-date pages; returns its page list and
+        a progress line."""
+        results = load_results_fast(run.path)
+        before = len(self.writer.written)
+        pages: dict[str, dict[str, Any]] = {}
+        for plan in plan_run_pages(results, self.content):
+            digest = self.page_digest(plan.template, run.sha, plan.content)
+            pages[plan.path] = {"template": plan.template, "content": list(plan.content)}
+            if self.writer.is_current(plan.path, digest):
+                self.writer.keep(plan.path, digest)
+            else:
+                self.render(plan, digest)
+        written = len(self.writer.written) - before
+        return pages, f"run {run.entry.name}: {len(pages)} pages, {written} written"
+
+    def site_pages(self, summaries: list[RunSummary]) -> None:
+        for plan in plan_site_pages(summaries, self.content):
+            digest = self.page_digest(
+                plan.template, context_fingerprint(plan.context), plan.content
+            )
+            if self.writer.is_current(plan.path, digest):
+                self.writer.keep(plan.path, digest)
+            else:
+                self.render(plan, digest)
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """One run to render in a worker process: everything it needs, as absolute paths."""
+
+    run: LoadedRun
+    out: Path
+    templates_dir: Path
+    content_dir: Path
+    previous_outputs: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RenderOutcome:
+    """What a worker did, merged into the main writer afterwards."""
+
+    pages: dict[str, Any]
+    outputs: dict[str, str]
+    written: list[str]
+    unchanged: int
+    line: str
+
+
+def render_job(job: RenderJob) -> RenderOutcome:
+    """Render one run in its own process (module level, so it can be pickled)."""
+    writer = OutputWriter(job.out, Manifest(outputs=job.previous_outputs))
+    renderer = SiteRenderer(job.templates_dir, writer, load_content(job.content_dir))
+    pages, line = renderer.render_run(job.run)
+    return RenderOutcome(pages, writer.current.outputs, writer.written, writer.unchanged, line)
+
+
+# Below this many tasks to render, starting worker processes costs more than it saves.
+PARALLEL_MIN_TASKS = 300
+
+
+def _worker_count() -> int:
+    """Processes to render runs with: one per CPU, or KONKORD_BUILD_WORKERS (1 = in-process)."""
+    setting = os.environ.get("KONKORD_BUILD_WORKERS", "")
+    if setting.isdigit() and int(setting) > 0:
+        return int(setting)
+    return os.cpu_count() or 1
+
+
+def render_runs(
+    renderer: SiteRenderer,
+    runs: list[LoadedRun],
+    out: Path,
+    content_dir: Path,
+    progress: Progress,
+) -> dict[str, dict[str, Any]]:
+    """Render every run that is not current, in parallel when there is enough work; returns
+    each run's page list for the manifest."""
+    pages: dict[str, dict[str, Any]] = {}
+    todo: list[LoadedRun] = []
+    for run in runs:
+        kept = renderer.keep_if_current(run)
+        if kept is None:
+            todo.append(run)
+        else:
+            pages[run.entry.name] = kept
+            progress(f"run {run.entry.name}: {len(kept)} pages, unchanged")
+    workers = min(len(todo), _worker_count())
+    if workers > 1 and sum(run.summary.tasks for run in todo) >= PARALLEL_MIN_TASKS:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        writer = renderer.writer
+        jobs = [
+            RenderJob(
+                run,
+                out.resolve(),
+                renderer.templates_dir.resolve(),
+                content_dir.resolve(),
+                {
+                    path: digest
+                    for path, digest in writer.previous.outputs.items()
+                    if path.startswith(f"{run.entry.name}/")
+                },
+            )
+            for run in todo
+        ]
+        # forkserver, not fork: serve mode has threads running, and forking those is unsafe.
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for job, outcome in zip(jobs, pool.map(render_job, jobs), strict=True):
+                writer.current.outputs.update(outcome.outputs)
+                writer.written.extend(outcome.written)
+                writer.unchanged += outcome.unchanged
+                pages[job.run.entry.name] = outcome.pages
+                progress(outcome.line)
+    else:
+        for run in todo:
+            pages[run.entry.name], line = renderer.render_run(run)
+            progress(line)
+    return pages
+
+
+def _copy_file(writer: OutputWriter, source: Path, target: str) -> None:
+    data = source.read_bytes()
+    digest = sha256(data)
+    if writer.is_current(target, digest):
+        writer.keep(target, digest)
+    else:
+        writer.write(target, data, digest)
+
+
+def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedRun]) -> None:
+    """Static assets, downloadable results files, _headers and .assetsignore."""
+    static = templates_dir / "static"
+    if static.is_dir():
+        for path in sorted(p for p in static.rglob("*") if p.is_file()):
+            _copy_file(writer, path, f"static/{path.relative_to(static).as_posix()}")
+    for run in loaded:
+        _copy_file(writer, run.path, f"results/{run.entry.name}.json")
+    for name, text in (("_headers", HEADERS), (".assetsignore", ".konkord-build.json\n")):
+        data = text.encode()
+        writer.write(name, data, sha256(data))
