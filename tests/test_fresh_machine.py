@@ -103,6 +103,11 @@ def clean_clone(workspace: Path) -> Path:
     return dest
 
 
+def last_lines(text: str, n: int) -> list[str]:
+    """The last n lines of a command's output, without pip's index warnings (noise here)."""
+    return [line for line in text.splitlines() if not line.startswith("WARNING: ")][-n:]
+
+
 def html_pages(public: Path) -> list[Path]:
     return sorted(public.rglob("*.html"))
 
@@ -306,7 +311,7 @@ def demo_runs(clone: Path) -> list[dict[str, Any]]:
 @pytest.mark.slow
 def test_readme_main_job_on_a_fresh_machine(fresh_build: dict[str, Any]) -> None:
     done: subprocess.CompletedProcess[str] = fresh_build["done"]
-    tail = (done.stdout[-3000:] + "\n--- stderr ---\n" + done.stderr[-3000:]).strip()
+    tail = "\n".join([*last_lines(done.stdout, 20), "--- stderr ---", *last_lines(done.stderr, 30)])
     assert done.returncode == 0, f"{fresh_build['command']!r} exited {done.returncode}:\n{tail}"
     attempts = net_attempts(fresh_build["log"])
     assert attempts == [], f"konkord tried to reach the network: {attempts}"
