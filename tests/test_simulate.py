@@ -86,6 +86,9 @@ def test_published_like_field_separates_only_at_the_extremes() -> None:
     # ... while no pair in the middle of the field separates even half the time
     assert np.all(outlook.separated[1:7] < 0.45)
     assert np.all(outlook.alone[1:8] < 0.3)
+    # only the models at the ends ever stand alone in a rank group; the middle never does
+    assert outlook.alone[2:6].max() <= 0.1
+    assert outlook.alone[0] > outlook.alone[2:6].max()
     # the top and bottom models are told apart; wrong claims stay rare
     assert outlook.claimed[0, 8] > 0.95
     assert outlook.wrong_claims <= 0.1
