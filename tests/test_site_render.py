@@ -409,3 +409,15 @@ def test_block_markdown_takes_the_full_parser(text: str) -> None:
     from konkord.site.markdown import BLOCK_SYNTAX
 
     assert BLOCK_SYNTAX.search(text)
+
+
+def test_a_run_without_judges_says_there_is_no_ranking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = make_results("nojudge", models=["m/a", "m/b"], judges=[], n_tasks=1)
+    write_project(tmp_path, [results])
+    monkeypatch.chdir(tmp_path)
+    build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    soup = page(tmp_path / "public", "nojudge/")
+    assert "No ranking yet." in soup.get_text()
+    assert page(tmp_path / "public", "nojudge/tasks/task-001/").select("article.answer")
