@@ -21,6 +21,7 @@ strength drawn from its name; judge presets are listed in `JUDGE_PRESETS`.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import functools
 import hashlib
@@ -297,11 +298,7 @@ def _code_of(text: str) -> str | None:
     found = _FENCE.search(text)
     if found:
         return found.group(1).rstrip("\n")
-    try:
-        import ast
-
-        ast.parse(text)
-    except SyntaxError:
+    if not _parses(text):
         return None
     return text.strip("\n") if "\n" in text.strip() or "def " in text else None
 
@@ -362,8 +359,6 @@ def _applied(reference: list[str], edits: list[Edit]) -> str:
 
 
 def _parses(code: str) -> bool:
-    import ast
-
     try:
         ast.parse(code)
     except SyntaxError:
