@@ -271,3 +271,21 @@ def test_invalid_results_file_names_the_field(consistent: Path) -> None:
     path.write_text(json.dumps(data))
     message = build_error()
     assert "results/one.json: invalid results file at judge_blocks: Field required" in message
+
+
+def test_fast_summary_matches_the_validated_one() -> None:
+    from konkord.site.render import RunSummary
+
+    results = make_results("one", n_tasks=2)
+    raw = json.loads(results.model_dump_json())
+    assert RunSummary.from_data(raw) == RunSummary.of(results)
+
+
+def test_task_id_that_cannot_be_a_folder_is_refused(consistent: Path) -> None:
+    path = consistent / "results/one.json"
+    data = json.loads(path.read_text())
+    data["tasks"][0]["id"] = "../escape"
+    path.write_text(json.dumps(data))
+    message = build_error()
+    assert 'results/one.json: task id "../escape" cannot be a page name' in message
+    assert not (consistent / "escape").exists()

@@ -35,6 +35,7 @@ from konkord.site.render import (
     sha256,
     site_nav,
     template_hash,
+    validate_task_ids,
 )
 
 Progress = Callable[[str], None]
@@ -151,6 +152,7 @@ class SiteRenderer:
         """Parse one results file and render its out-of-date pages; returns its page list and
         a progress line."""
         results = load_results_fast(run.path)
+        validate_task_ids(results, run.path)
         before = len(self.writer.written)
         pages: dict[str, dict[str, Any]] = {}
         for plan in plan_run_pages(results, self.content):

@@ -111,6 +111,28 @@ class RunSummary:
             leader=", ".join(leaders) or None,
         )
 
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> RunSummary:
+        """The same summary from the file's raw JSON, without validating the whole file (the
+        full check happens when its pages render); KeyError or TypeError if malformed."""
+        blocks = data["judge_blocks"]
+        ratings = blocks[0]["ratings"] if blocks else []
+        leaders = [r["model"] for r in ratings if r["rank"] == 1]
+        return cls(
+            run=str(data["run"]),
+            suite=str(data["suite"]["name"]),
+            suite_path=str(data["suite"]["path"]),
+            models=[str(m) for m in data["models"]],
+            judges=[str(j) for j in data["judges"]],
+            date=data["evidence_date"],
+            konkord_version=str(data["konkord_version"]),
+            simulated=bool(data["simulated"]),
+            schema_version=int(data["schema_version"]),
+            tasks=int(data["suite"]["task_count"]),
+            calibrated=[b["calibration"]["status"] == "calibrated" for b in blocks],
+            leader=", ".join(leaders) or None,
+        )
+
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 

@@ -7,24 +7,19 @@ Everything is loaded and checked before anything is written (contexts first, pag
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from konkord.errors import KonkordError
-from konkord.results import SCHEMA_VERSION
+from konkord.results import SCHEMA_VERSION, read_results
 from konkord.runs_config import RunEntry, RunsFile, load_runs
 from konkord.runspec import RunSpec, spec_from_entry
-from konkord.site.generate import (
-    LoadedRun,
-    SiteRenderer,
-    load_results_fast,
-    render_runs,
-    write_extras,
-)
+from konkord.site.generate import LoadedRun, SiteRenderer, render_runs, write_extras
 from konkord.site.incremental import Manifest, OutputWriter
-from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256, validate_task_ids
+from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
 
 Progress = Callable[[str], None]
 RESULTS_DIR = Path("results")
@@ -140,6 +135,18 @@ def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
     return problems
 
 
+def summary_of(path: Path, data: bytes) -> RunSummary:
+    """A results file's summary from its raw JSON (fast); anything odd is handed to
+    `read_results`, whose message names the file and the fix."""
+    try:
+        raw = json.loads(data)
+        if raw.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError("schema version")
+        return RunSummary.from_data(raw)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return RunSummary.of(read_results(path))
+
+
 def load_runs_checked(
     runs_file: Path, manifest: Manifest, offline: bool, progress: Progress
 ) -> tuple[list[LoadedRun], list[str]]:
@@ -180,12 +187,10 @@ def load_runs_checked(
             is_cached = True
         else:
             try:
-                results = load_results_fast(path, data)
+                summary = summary_of(path, data)
             except KonkordError as exc:
                 problems.append(str(exc))
                 continue
-            validate_task_ids(results, path)
-            summary = RunSummary.of(results)
             is_cached = False
         problems.extend(check_against_entry(entry, summary, path, runs_file))
         loaded.append(LoadedRun(entry, path, sha, summary, is_cached))
