@@ -8,8 +8,8 @@ recorded) and permanent ones (auth, bad request, context window: recorded at onc
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
-import itertools
 import json
 import os
 import random
@@ -214,7 +214,77 @@ def _default_timeout() -> float:
     return env_float("KONKORD_TIMEOUT", DEFAULT_TIMEOUT_S)
 
 
-_tmp_counter = itertools.count()
+class ResponseCache:
+    """Paid-for responses by cache key, in one append-only file (.konkord/cache/responses.jsonl).
+
+    Each line is "<64 hex key> <json>", so the index (key -> place in the file) is built by
+    reading keys, not parsing JSON, and a put is one small write with no fsync: the cache only
+    saves money, the evidence log is what must survive. A write that completed survives a
+    kill -9, so a killed run's in-flight answers are not paid for twice. A torn or damaged line
+    is simply a miss. Later lines win, so --force refreshes an entry.
+    """
+
+    FILE_NAME = "responses.jsonl"
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / self.FILE_NAME
+        self._index: dict[str, tuple[int, int]] | None = None
+
+    def _load_index(self) -> dict[str, tuple[int, int]]:
+        index: dict[str, tuple[int, int]] = {}
+        try:
+            with open(self.path, "rb") as handle:
+                offset = 0
+                for line in handle:
+                    if len(line) > 66 and line[64:65] == b" " and line.endswith(b"\n"):
+                        index[line[:64].decode("ascii", "replace")] = (offset + 65, len(line) - 66)
+                    offset += len(line)
+        except FileNotFoundError:
+            pass
+        return index
+
+    def get(self, key: str) -> CallResult | None:
+        """The cached result for a key, or None."""
+        if self._index is None:
+            self._index = self._load_index()
+        place = self._index.get(key)
+        if place is None:
+            return None
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(place[0])
+                data = json.loads(handle.read(place[1]))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            return None
+        fields: dict[str, Any] = {k: data.get(k) for k in CallResult.__dataclass_fields__}
+        result = CallResult(**fields)
+        result.attempts = int(result.attempts or 0)
+        result.cached = True
+        return result
+
+    def put(self, key: str, result: CallResult) -> None:
+        """Remember a good result under its key (failures are never cached)."""
+        if not result.ok:
+            return
+        body = json.dumps(asdict(result) | {"cached": False}, ensure_ascii=True)
+        line = f"{key} {body}\n".encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # whole lines even with several writers
+            offset = os.fstat(fd).st_size
+            lead = b""
+            if offset and os.pread(fd, 1, offset - 1) != b"\n":
+                lead = b"\n"  # after a torn line, start a fresh one
+            os.write(fd, lead + line)
+        finally:
+            os.close(fd)
+        if self._index is not None:
+            self._index[key] = (offset + len(lead) + 65, len(line) - 66)
+
+
 
 
 @dataclass
@@ -234,7 +304,7 @@ class ModelClient:
     prices: dict[str, Price] = field(default_factory=dict)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
     _known_models: dict[str, bool] = field(default_factory=dict, init=False)
-    _cache_dirs: set[Path] = field(default_factory=set, init=False)
+    _cache: ResponseCache | None = field(default=None, init=False)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         if model not in self._semaphores:
@@ -248,38 +318,12 @@ class ModelClient:
         )
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def _cache_path(self, key: str) -> Path | None:
+    def _response_cache(self) -> ResponseCache | None:
         if self.cache_dir is None:
             return None
-        return self.cache_dir / key[:2] / f"{key}.json"
-
-    def _cache_get(self, key: str) -> CallResult | None:
-        path = self._cache_path(key)
-        if path is None:
-            return None
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
-        if not isinstance(data, dict) or data.get("text") is None:
-            return None
-        fields: dict[str, Any] = {k: data.get(k) for k in CallResult.__dataclass_fields__}
-        result = CallResult(**fields)
-        result.attempts = int(result.attempts or 0)
-        result.cached = True
-        return result
-
-    def _cache_put(self, key: str, result: CallResult) -> None:
-        path = self._cache_path(key)
-        if path is None or not result.ok:
-            return
-        if path.parent not in self._cache_dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._cache_dirs.add(path.parent)
-        # A unique temporary name, then an atomic rename: a reader sees all or nothing.
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{next(_tmp_counter)}.tmp")
-        tmp.write_text(json.dumps(asdict(result) | {"cached": False}))
-        os.replace(tmp, path)
+        if self._cache is None or self._cache.path.parent != self.cache_dir:
+            self._cache = ResponseCache(self.cache_dir)
+        return self._cache
 
     def _model_known(self, litellm: Any, model: str) -> bool:
         if model not in self._known_models:
@@ -321,7 +365,8 @@ class ModelClient:
         With use_cache=False the cache is not read (a forced regeneration) but is still written.
         """
         key = self.cache_key(model, messages, settings)
-        if use_cache and (hit := self._cache_get(key)) is not None:
+        cache = self._response_cache()
+        if use_cache and cache is not None and (hit := cache.get(key)) is not None:
             return hit
         litellm = load_litellm()
         kwargs: dict[str, Any] = {
@@ -363,8 +408,8 @@ class ModelClient:
                     return CallResult(
                         text=None, error=_short_error(exc), error_kind=kind, attempts=attempts
                     )
-        if self.cache_dir is not None:
-            await asyncio.to_thread(self._cache_put, key, result)
+        if cache is not None:
+            cache.put(key, result)
         return result
 
     def _result_from(

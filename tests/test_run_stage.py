@@ -393,3 +393,22 @@ def test_sim_models_answer_offline_through_litellm(project: Path) -> None:
     )
     assert summary.generated == 6
     assert all(r["text"] and r["cost_usd"] == 0.0 for r in _records())
+
+
+def test_response_cache_survives_torn_lines_and_later_entries_win(tmp_path: Path) -> None:
+    from konkord.llm import CallResult, ResponseCache
+
+    cache = ResponseCache(tmp_path)
+    first, second = "a" * 64, "b" * 64
+    cache.put(first, CallResult(text="one", finish_reason="stop", attempts=1))
+    cache.put(second, CallResult(text=None, error="boom"))  # failures are never cached
+    with open(cache.path, "ab") as handle:
+        handle.write(second.encode() + b' {"text": "half a rec')  # a kill mid-write
+    other = ResponseCache(tmp_path)  # another process, reading the file afresh
+    hit = other.get(first)
+    assert hit is not None and (hit.text, hit.cached, hit.attempts) == ("one", True, 1)
+    assert other.get(second) is None
+    other.put(first, CallResult(text="two \ud800", attempts=2))
+    again = ResponseCache(tmp_path).get(first)
+    assert again is not None and again.text == "two \ud800"
+    assert other.get(first) is not None and other.get(first).text == "two \ud800"  # type: ignore[union-attr]
