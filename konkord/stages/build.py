@@ -43,43 +43,20 @@ class BuildSummary:
 
 
 def ensure_stages(spec: RunSpec, offline: bool) -> list[str]:
-    """Hook for running the missing or stale stages of one run (answers, verdicts, checks,
-    report) before rendering.
+    """Run the missing or stale stages of one run (answers, verdicts, simulated labels, checks,
+    report) before rendering; returns notes for the summary.
 
-    Not wired to the stages yet: for now it only reports, per run, what is missing or looks
-    stale, and never calls a model (so it is already what `--offline` must do).
+    A results file with no evidence beside it (imported, or made elsewhere) is rendered as it
+    is. With `offline`, no model is called and anything missing is an error naming it.
     """
-    results = spec.results_path
-    evidence = sorted(spec.run_dir.glob("*.jsonl")) if spec.run_dir.is_dir() else []
-    prefix = (
-        "offline, no model called: " if offline else "not run (stage running is not wired yet): "
-    )
-    if not results.exists():
-        expected = len(spec.suite.tasks) * len(spec.models)
-        present = _answers_present(spec) if evidence else 0
-        pairs = len(spec.models) * (len(spec.models) - 1) // 2
-        verdicts = len(spec.suite.tasks) * pairs * 2 * len(spec.judges)
-        return [
-            f"{prefix}run {spec.name}: {results} is missing; answers {present} of {expected} "
-            f"present, {verdicts} verdicts expected from {len(spec.judges)} judge(s) "
-            f"(run `konkord run`, `konkord judge` and `konkord report --run {spec.name}`)"
-        ]
-    if evidence:
-        newest = max(evidence, key=lambda p: p.stat().st_mtime_ns)
-        if newest.stat().st_mtime_ns > results.stat().st_mtime_ns:
-            return [
-                f"{prefix}run {spec.name}: {results} is older than {newest}; it may be stale "
-                f"(`konkord report --run {spec.name}` refreshes it)"
-            ]
-    return []
+    import sys
 
-
-def _answers_present(spec: RunSpec) -> int:
     from konkord.evidence import EvidenceLog
-    from konkord.stages.run import current_answers
+    from konkord.stages.pipeline import ensure_run
 
-    log = EvidenceLog(spec.run_dir)
-    return len(current_answers(log, spec.suite, spec.settings))
+    if not EvidenceLog(spec.run_dir).exists() and spec.results_path.exists():
+        return []
+    return ensure_run(spec, offline, lambda line: print(line, file=sys.stderr))
 
 
 def _same_path(a: str | Path, b: str | Path) -> bool:
