@@ -569,6 +569,7 @@ def _pass_rates(
     """Per-model pass rates per check with task-bootstrap intervals, where checks were run."""
     if not checks:
         return []
+    from konkord.stats import wilson_interval
     from konkord.stats.passrates import pass_rates
 
     models = list(spec.models)
@@ -582,13 +583,20 @@ def _pass_rates(
                 if rec is not None and (task_id, model) in answers:
                     outcome[t, m] = 1.0 if rec.get("passed") else 0.0
         for rate in pass_rates(outcome, models, check):
+            low, high = rate.low, rate.high
+            if rate.n:
+                # With one answer per task, the task bootstrap of a pass rate collapses to a
+                # point at 0/n or n/n; the Wilson interval does not, so the wider one is shown.
+                w_low, w_high = wilson_interval(rate.passed, rate.n)
+                low = w_low if low is None else min(low, w_low)
+                high = w_high if high is None else max(high, w_high)
             rows.append(
                 R.PassRate(
                     model=rate.model,
                     check=check,
                     passed=rate.passed,
                     total=rate.n,
-                    rate=R.Interval(estimate=rate.rate, low=rate.low, high=rate.high),
+                    rate=R.Interval(estimate=rate.rate, low=low, high=high),
                 )
             )
     return rows
