@@ -11,8 +11,10 @@ import click
     "--judge", help="Calibrate only this judge [default: every judge in the results file]."
 )
 def calibrate(run_name: str, judge: str | None) -> None:
-    """Compare every human label with the judge's verdict on the same task and
-    model pair (in model terms, both orders combined) and store the figures in
+    """Measure the judge against blind human labels, with intervals.
+
+    Compares every human label with the judge's verdict on the same task and
+    model pair (in model terms, both orders combined) and stores the figures in
     the calibration block of results/<run>.json: agreement with a Wilson 95%
     interval, Cohen's kappa with a bootstrap interval, the confusion matrix,
     agreement without ties, on consistent and on flipped pairs, breakdowns by
