@@ -199,10 +199,28 @@ def test_missing_credentials_stop_before_anything_is_called_or_written(
     result = CliRunner().invoke(cli, ["run", "--suite", "s.yaml", "--models", "gpt-4o-mini,sim/b"])
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "error: run s: no credentials: gpt-4o-mini needs OPENAI_API_KEY. Set them in the shell "
-        "or in a .env file in this directory (see .env.example); nothing was called"
+        "error: run s, stage run: 2 answers from gpt-4o-mini need OPENAI_API_KEY. Set the key "
+        "in the shell or in a .env file in this directory (see .env.example); nothing was called"
     )
     assert _files(project) == before
+
+
+def test_no_key_is_needed_for_a_model_whose_answers_are_all_recorded(
+    project: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _suite(project / "s.yaml", 2)
+    (project / "runs.json").write_text(
+        json.dumps({"runs": [{"name": "s", "suite": "s.yaml", "models": ["openai/x", "sim/b"]}]})
+    )
+    first = CliRunner().invoke(cli, ["run", "--run", "s", "--api-base", openai_server.url])
+    assert first.exit_code == 0, first.stderr
+    monkeypatch.delenv("OPENAI_API_KEY")
+    missing = CliRunner().invoke(cli, ["run", "--run", "s", "--force"])
+    assert "2 answers from openai/x need OPENAI_API_KEY" in missing.stderr
+    again = CliRunner().invoke(cli, ["run", "--run", "s"])  # no server, no key: none needed
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout.startswith("generated 0, cached 0, already recorded 4")
+    assert len(openai_server.requests) == 2
 
 
 @pytest.mark.parametrize(

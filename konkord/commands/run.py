@@ -80,22 +80,27 @@ def run(
     from konkord.llm import ModelClient, missing_credentials
     from konkord.progress import progress_bar
     from konkord.runspec import write_manifest
-    from konkord.stages.run import generate_answers
+    from konkord.stages.run import answers_to_make, generate_answers
 
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
-    missing = missing_credentials(spec.models, spec.settings.api_base)
-    if missing:
-        needs = "; ".join(f"{m} needs {', '.join(v)}" for m, v in sorted(missing.items()))
-        raise _error(
-            f"run {spec.name}: no credentials: {needs}. Set them in the shell or in a .env file "
-            "in this directory (see .env.example); nothing was called"
-        )
-    if not spec.in_runs_file:
-        write_manifest(spec)
-
     log = EvidenceLog(spec.run_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TornLineWarning)
+        todo = answers_to_make(log, spec.suite, spec.models, spec.settings, force)
+        wanted = tuple(dict.fromkeys(model for _, model in todo))
+        missing = missing_credentials(wanted, spec.settings.api_base)
+        if missing:
+            needs = "; ".join(
+                f"{sum(m == model for _, m in todo)} answers from {model} need "
+                f"{' and '.join(names)}"
+                for model, names in sorted(missing.items())
+            )
+            raise _error(
+                f"run {spec.name}, stage run: {needs}. Set the key in the shell or in a .env "
+                "file in this directory (see .env.example); nothing was called"
+            )
+        if not spec.in_runs_file:
+            write_manifest(spec)
         if log.read("answers").torn:
             click.secho(
                 f"note: {log.path('answers')} ends with an incomplete line (a crash mid-write); "

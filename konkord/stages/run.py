@@ -64,6 +64,24 @@ def current_answers(
     return {**failed, **good}
 
 
+def answers_to_make(
+    log: EvidenceLog,
+    suite: Suite,
+    models: tuple[str, ...],
+    settings: CallSettings,
+    force: bool = False,
+) -> list[tuple[Task, str]]:
+    """The (task, model) pairs without a good current answer (all of them with force)."""
+    existing = {} if force else current_answers(log, suite, settings)
+    todo: list[tuple[Task, str]] = []
+    for task in suite.tasks:
+        for model in models:
+            record = existing.get((task.id, model))
+            if record is None or record.get("error") is not None:
+                todo.append((task, model))
+    return todo
+
+
 @dataclass
 class RunSummary:
     """What a run stage did, for the closing summary line."""
@@ -108,15 +126,8 @@ async def generate_answers(
     flight; their responses are in the cache, so the rerun does not pay for them again.
     """
     summary = RunSummary()
-    existing = current_answers(log, suite, settings)
-    todo: list[tuple[Task, str]] = []
-    for task in suite.tasks:
-        for model in models:
-            record = existing.get((task.id, model))
-            if record is not None and record.get("error") is None and not force:
-                summary.already_recorded += 1
-            else:
-                todo.append((task, model))
+    todo = answers_to_make(log, suite, models, settings, force)
+    summary.already_recorded = len(suite.tasks) * len(models) - len(todo)
     if on_total:
         on_total(len(todo))
     appender = AsyncAppender(log, "answers")
