@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,19 @@ def test_a_broken_manifest_is_a_clear_error(project: Path) -> None:
 def test_an_unknown_run_says_how_to_start_one(project: Path) -> None:
     with pytest.raises(KonkordError, match="konkord run --suite PATH --models A,B --run NAME"):
         resolve_run("nothing")
+
+
+def test_validate_checks_the_suites_a_runs_file_names(tmp_path: Path) -> None:
+    shutil.copy(BAD / "tabs.yaml", tmp_path / "broken.yaml")
+    runs = _write_runs(
+        tmp_path, [{"name": "demo", "suite": "broken.yaml", "models": ["sim/a", "sim/b"]}]
+    )
+    result = CliRunner().invoke(cli, ["validate", str(runs)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {tmp_path / 'broken.yaml'}:5: a tab is used for indentation; "
+        "YAML allows only spaces"
+    )
+    (tmp_path / "broken.yaml").write_text((BAD / "ok" / "suite.yaml").read_text())
+    fixed = CliRunner().invoke(cli, ["validate", str(runs)])
+    assert (fixed.exit_code, fixed.stdout) == (0, f"ok  {runs} (1 runs)\n")
