@@ -155,7 +155,18 @@ def missing_credentials(models: tuple[str, ...], api_base: str | None) -> dict[s
     return out
 
 
-def redact(text: str, key_shapes: bool = True) -> str:
+def secret_values() -> list[tuple[str, str]]:
+    """(name, value) of every environment variable that looks like a credential."""
+    return [
+        (name, value)
+        for name, value in os.environ.items()
+        if len(value) >= 8 and SECRET_ENV.search(name)
+    ]
+
+
+def redact(
+    text: str, key_shapes: bool = True, secrets: list[tuple[str, str]] | None = None
+) -> str:
     """Remove credentials from text that will be stored or shown.
 
     The values of secret-looking environment variables are always replaced by the variable's
@@ -163,8 +174,8 @@ def redact(text: str, key_shapes: bool = True) -> str:
     only the first: a server that echoes the key must not put it in the evidence, but an
     answer's code may legitimately contain "sk-" strings.
     """
-    for name, value in os.environ.items():
-        if len(value) >= 8 and SECRET_ENV.search(name) and value in text:
+    for name, value in secret_values() if secrets is None else secrets:
+        if value in text:
             text = text.replace(value, f"[{name}]")
     return SECRET_SHAPE.sub("[redacted]", text) if key_shapes else text
 
@@ -229,6 +240,11 @@ class ResponseCache:
     def __init__(self, directory: Path) -> None:
         self.path = directory / self.FILE_NAME
         self._index: dict[str, tuple[int, int]] | None = None
+        self._fd: int | None = None
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
 
     def _load_index(self) -> dict[str, tuple[int, int]]:
         index: dict[str, tuple[int, int]] = {}
@@ -252,8 +268,11 @@ class ResponseCache:
             return None
         try:
             with open(self.path, "rb") as handle:
-                handle.seek(place[0])
-                data = json.loads(handle.read(place[1]))
+                handle.seek(place[0] - 65)
+                line = handle.read(place[1] + 65)
+            if line[:64].decode("ascii", "replace") != key:
+                return None  # the file changed under the index: a miss, never a wrong answer
+            data = json.loads(line[65:])
         except (OSError, ValueError):
             return None
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
@@ -270,17 +289,19 @@ class ResponseCache:
             return
         body = json.dumps(asdict(result) | {"cached": False}, ensure_ascii=True)
         line = f"{key} {body}\n".encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = self._fd
+        fcntl.flock(fd, fcntl.LOCK_EX)  # whole lines, and a true offset, with several writers
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # whole lines even with several writers
             offset = os.fstat(fd).st_size
             lead = b""
             if offset and os.pread(fd, 1, offset - 1) != b"\n":
                 lead = b"\n"  # after a torn line, start a fresh one
             os.write(fd, lead + line)
         finally:
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
         if self._index is not None:
             self._index[key] = (offset + len(lead) + 65, len(line) - 66)
 
@@ -305,6 +326,7 @@ class ModelClient:
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
     _known_models: dict[str, bool] = field(default_factory=dict, init=False)
     _cache: ResponseCache | None = field(default=None, init=False)
+    _secrets: list[tuple[str, str]] | None = field(default=None, init=False)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         if model not in self._semaphores:
@@ -425,7 +447,9 @@ class ModelClient:
         usage = getattr(response, "usage", None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        text = redact(message.content or "", key_shapes=False)
+        if self._secrets is None:
+            self._secrets = secret_values()  # read once: the environment is fixed for a run
+        text = redact(message.content or "", key_shapes=False, secrets=self._secrets)
         return CallResult(
             text=text,
             finish_reason=choice.finish_reason,
