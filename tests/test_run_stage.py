@@ -412,3 +412,15 @@ def test_response_cache_survives_torn_lines_and_later_entries_win(tmp_path: Path
     again = ResponseCache(tmp_path).get(first)
     assert again is not None and again.text == "two \ud800"
     assert other.get(first) is not None and other.get(first).text == "two \ud800"  # type: ignore[union-attr]
+
+
+def test_backoff_and_timeout_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from konkord.errors import KonkordError
+
+    monkeypatch.setenv("KONKORD_BACKOFF_BASE", "0.25")
+    monkeypatch.setenv("KONKORD_TIMEOUT", "7")
+    client = ModelClient()
+    assert (client.backoff_base_s, client.timeout_s) == (0.25, 7.0)
+    monkeypatch.setenv("KONKORD_TIMEOUT", "soon")
+    with pytest.raises(KonkordError, match="KONKORD_TIMEOUT='soon' is not a number"):
+        ModelClient()
