@@ -176,6 +176,8 @@ class EvidenceLog:
                 content = handle.read()
         except FileNotFoundError:
             return ReadResult([], False)
+        except OSError as exc:
+            raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
         lines = content.split(b"\n")
         last = lines.pop()
         torn = False

@@ -424,3 +424,31 @@ def test_backoff_and_timeout_come_from_the_environment(monkeypatch: pytest.Monke
     monkeypatch.setenv("KONKORD_TIMEOUT", "soon")
     with pytest.raises(KonkordError, match="KONKORD_TIMEOUT='soon' is not a number"):
         ModelClient()
+
+
+def test_an_unwritable_log_stops_the_run_with_a_clear_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from konkord.errors import KonkordError
+
+    def disk_full(self: EvidenceLog, stream: str, records: list[dict[str, Any]]) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(EvidenceLog, "append_many", disk_full)
+    with pytest.raises(KonkordError) as caught:
+        asyncio.run(
+            generate_answers(EvidenceLog("runs/tiny"), SUITE, ("sim/a",), CallSettings(), _client())
+        )
+    assert str(caught.value) == (
+        f"{Path('runs/tiny/answers.jsonl')}: cannot write (No space left on device); the answers "
+        "saved so far are kept: fix this and run the same command again"
+    )
+
+
+def test_an_unreadable_log_is_a_clear_error(project: Path) -> None:
+    from konkord.errors import KonkordError
+
+    Path("runs").mkdir()
+    Path("runs/tiny").write_text("a file where the run's folder should be")
+    with pytest.raises(KonkordError, match=r"answers\.jsonl: cannot read \(Not a directory\)"):
+        EvidenceLog("runs/tiny").records("answers")

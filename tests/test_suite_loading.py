@@ -156,3 +156,18 @@ def test_many_tasks_keep_their_lines(tmp_path: Path) -> None:
     with pytest.raises(SuiteError) as caught:
         load_suite(path)
     assert str(caught.value) == f"{path}:{len(body)}: tasks[299].prompt should be text, not a list"
+
+
+def test_validate_a_folder_checks_every_suite_in_it(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text((BAD / "ok" / "suite.yaml").read_text())
+    (tmp_path / "b.yml").write_text((BAD / "no_tasks.yaml").read_text())
+    (tmp_path / "notes.txt").write_text("not a suite")
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stdout == f"ok  {tmp_path / 'a.yaml'} (2 tasks)\n"
+    assert result.stderr.strip() == f"error: {tmp_path / 'b.yml'}:3: tasks must list at least one task"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = CliRunner().invoke(cli, ["validate", str(empty)])
+    assert nothing.exit_code == 2
+    assert nothing.stderr.strip() == f"error: {empty}: a folder with no suite files (.yaml) in it"

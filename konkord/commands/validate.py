@@ -12,7 +12,7 @@ from konkord.errors import KonkordError
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(paths: tuple[Path, ...]) -> None:
-    """Check suite files (.yaml) and runs.json files (.json) for errors.
+    """Check suite files (.yaml), folders of suites and runs.json files (.json).
 
     Each problem is printed as FILE:LINE: FIELD MESSAGE. A runs.json is checked
     together with the suites it names. Exits non-zero if any file is invalid;
@@ -22,7 +22,17 @@ def validate(paths: tuple[Path, ...]) -> None:
     from konkord.suite import load_suite
 
     failed = 0
+    files: list[Path] = []
     for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(p for p in path.iterdir() if p.suffix in {".yaml", ".yml"})
+        if not found:
+            failed += 1
+            click.secho(f"error: {path}: a folder with no suite files (.yaml) in it", fg="red", err=True)
+        files += found
+    for path in files:
         try:
             if path.suffix == ".json":
                 runs = load_runs(path, check_suites=True)

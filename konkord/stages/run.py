@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from konkord.errors import KonkordError
 from konkord.evidence import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.llm import CallResult, CallSettings, Message, ModelClient
 from konkord.suite import Suite, Task
@@ -135,7 +136,13 @@ async def generate_answers(
     async def answer_one(task: Task, model: str) -> None:
         messages = answer_messages(suite, task)
         result = await client.complete(model, messages, settings, use_cache=not force)
-        await appender.append(answer_record(task, model, messages, settings, result))
+        try:
+            await appender.append(answer_record(task, model, messages, settings, result))
+        except OSError as exc:
+            raise KonkordError(
+                f"{log.path('answers')}: cannot write ({exc.strerror or exc}); the answers "
+                "saved so far are kept: fix this and run the same command again"
+            ) from None
         if not result.ok:
             summary.failed += 1
             summary.failures.append(f"{task.id} / {model}: {result.error}")
