@@ -88,8 +88,9 @@ def test_offline_build_calls_nothing_and_names_what_is_missing(project: Path) ->
     write_project(project, [SIM_RUN])
     code, output = build("--offline")
     assert code == 2
-    assert "run sim-run: answers: 9 missing" in output
-    assert "--offline calls no model" in output
+    assert "offline, no model called: run sim-run: results/sim-run.json is missing" in output
+    assert "answers 0 of 9 present" in output
+    assert 'results/sim-run.json: missing, but runs.json lists run "sim-run"' in output
     assert not (project / "runs" / "sim-run" / "answers.jsonl").exists()
 
 

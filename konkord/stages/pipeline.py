@@ -33,25 +33,6 @@ def missing_answers(spec: RunSpec) -> int:
     )
 
 
-def missing_credentials(models: list[str], api_base: str | None) -> dict[str, list[str]]:
-    """Model -> the environment variables it needs and lacks (empty when it can be called)."""
-    needy = [m for m in models if not is_offline_model(m)]
-    if not needy or api_base:
-        return {}
-    from konkord.llm import load_litellm
-
-    litellm = load_litellm()
-    out: dict[str, list[str]] = {}
-    for model in needy:
-        try:
-            check = litellm.validate_environment(model=model)
-        except Exception:
-            continue
-        if not check.get("keys_in_environment", True):
-            out[model] = list(check.get("missing_keys") or [])
-    return out
-
-
 def _refuse(spec: RunSpec, stage: str, count: int, why: str) -> KonkordError:
     return KonkordError(f"run {spec.name}: {stage}: {count} missing; {why}")
 
@@ -71,14 +52,20 @@ def _results_current(spec: RunSpec, options: ReportOptions) -> bool:
 def ensure_run(
     spec: RunSpec, offline: bool, echo: Echo, options: ReportOptions = DEFAULT_OPTIONS
 ) -> list[str]:
-    """Run what is missing or stale for one run; returns notes for the build summary."""
-    notes: list[str] = []
-    todo = missing_answers(spec)
-    if todo:
-        _call_or_refuse(spec, "answers", todo, spec.models, offline)
+    """Run what is missing or stale for one run; returns notes for the build summary.
+
+    Offline, nothing is called: missing answers or verdicts become a note naming them, and the
+    results file is recomputed only from complete evidence.
+    """
+    owed_answers = missing_answers(spec)
+    owed_verdicts = {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
+    if offline and (owed_answers or any(owed_verdicts.values())):
+        return [_offline_note(spec, owed_answers, owed_verdicts)]
+    if owed_answers:
+        _require_credentials(spec, "answers", owed_answers, spec.models)
         from konkord.stages.run import generate_answers
 
-        echo(f"  {spec.name}: generating {todo} answers")
+        echo(f"  {spec.name}: generating {owed_answers} answers")
         summary = asyncio.run(
             generate_answers(
                 EvidenceLog(spec.run_dir),
@@ -93,19 +80,20 @@ def ensure_run(
                 f"run {spec.name}: {summary.failed} answers failed "
                 f"(first: {summary.failures[0]}); rerun `konkord build` to retry"
             )
+    notes: list[str] = []
     for judge in spec.judges:
-        from konkord.stages.judge import judge_run, missing_verdicts
+        from konkord.stages.judge import judge_run
 
-        owed = missing_verdicts(spec, judge)
+        owed = _missing_verdicts(spec, judge)
         if not owed:
             continue
-        _call_or_refuse(spec, f"verdicts of {judge}", owed, [judge], offline)
+        _require_credentials(spec, f"verdicts of {judge}", owed, (judge,))
         echo(f"  {spec.name}: judging {owed} calls with {judge}")
         judged = asyncio.run(judge_run(spec, [judge], ModelClient(prices=spec.prices)))
         if judged.failed:
             notes.append(f"run {spec.name}: judge {judge}: {judged.failed} calls failed")
     notes.extend(_simulated_labels(spec, echo))
-    notes.extend(_checks(spec, offline, echo))
+    notes.extend(_checks(spec, echo))
     if not _results_current(spec, options):
         from konkord.results import write_results
 
@@ -114,19 +102,31 @@ def ensure_run(
     return notes
 
 
-def _call_or_refuse(
-    spec: RunSpec, stage: str, count: int, models: list[str] | tuple[str, ...], offline: bool
-) -> None:
-    if offline:
-        raise _refuse(
-            spec,
-            stage,
-            count,
-            "--offline calls no model: run `konkord build` without --offline, or commit the evidence",
-        )
-    lacking = missing_credentials(list(models), spec.settings.api_base)
+def _missing_verdicts(spec: RunSpec, judge: str) -> int:
+    from konkord.stages.judge import missing_verdicts
+
+    return missing_verdicts(spec, judge)
+
+
+def _offline_note(spec: RunSpec, owed_answers: int, owed_verdicts: dict[str, int]) -> str:
+    expected = len(spec.suite.tasks) * len(spec.models)
+    state = "is missing" if not spec.results_path.exists() else "cannot be refreshed"
+    verdicts = ", ".join(f"{n} verdicts of {j}" for j, n in owed_verdicts.items() if n)
+    return (
+        f"offline, no model called: run {spec.name}: {spec.results_path} {state}; answers "
+        f"{expected - owed_answers} of {expected} present"
+        + (f", {verdicts} missing" if verdicts else "")
+        + " (run `konkord build` without --offline to make them, or commit the evidence)"
+    )
+
+
+def _require_credentials(spec: RunSpec, stage: str, count: int, models: tuple[str, ...]) -> None:
+    from konkord.llm import missing_credentials
+
+    callable_offline = all(is_offline_model(m) for m in models)
+    lacking = {} if callable_offline else missing_credentials(models, spec.settings.api_base)
     if lacking:
-        names = "; ".join(f"{m} needs {', '.join(v) or 'an API key'}" for m, v in lacking.items())
+        names = "; ".join(f"{m} needs {', '.join(v)}" for m, v in lacking.items())
         raise _refuse(spec, stage, count, f"no credentials: {names} (set it in the shell or .env)")
 
 
@@ -147,7 +147,7 @@ def _simulated_labels(spec: RunSpec, echo: Echo) -> list[str]:
     return []
 
 
-def _checks(spec: RunSpec, offline: bool, echo: Echo) -> list[str]:
+def _checks(spec: RunSpec, echo: Echo) -> list[str]:
     if not any(task.checks for task in spec.suite.tasks):
         return []
     from konkord.stages.check import check_run, missing_checks
