@@ -72,10 +72,15 @@ def cli() -> None:
     The stages, in order:
       run        ask every model for one answer per task
       judge      compare every pair of answers, in both orders
+      check      run code answers against the task's tests, in a sandbox
       label      a local app where a person labels comparisons blind
       calibrate  judge-vs-human agreement, with intervals
       report     Bradley-Terry ratings, intervals, diagnostics -> results/<run>.json
       build      run what is missing for every run in runs.json, render public/
+
+    \b
+    Try it offline: `konkord build` renders the shipped demo into public/, and
+    `konkord simulate --help` plans a study before you pay for it.
     """
 
 
