@@ -90,9 +90,10 @@ def run(
         wanted = tuple(dict.fromkeys(model for _, model in todo))
         missing = missing_credentials(wanted, spec.settings.api_base)
         if missing:
+            counts = {model: sum(m == model for _, m in todo) for model in missing}
             needs = "; ".join(
-                f"{sum(m == model for _, m in todo)} answers from {model} need "
-                f"{' and '.join(names)}"
+                f"{counts[model]} answer{'s' if counts[model] != 1 else ''} from {model} "
+                f"need{'s' if counts[model] == 1 else ''} {' and '.join(names)}"
                 for model, names in sorted(missing.items())
             )
             raise _error(
@@ -126,7 +127,7 @@ def run(
                     client,
                     force=force,
                     on_done=advance,
-                    on_total=lambda todo: advance(total - todo),
+                    on_total=lambda to_make: advance(total - to_make),
                 )
             )
     for note in log.repairs:
