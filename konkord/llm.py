@@ -15,6 +15,7 @@ import os
 import random
 import re
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,21 @@ def load_litellm() -> Any:
         sim.register(litellm)
         _litellm = litellm
     return _litellm
+
+
+# litellm silences pydantic's warning about its ReadOnly TypedDicts with a filter set at import;
+# a test runner that resets filters between tests drops it, and the warning (raised when a
+# response type is first built) would then fail a call that has nothing wrong with it.
+_READONLY_WARNING = r".*`ReadOnly` qualifier.*"
+
+
+def keep_litellm_warnings_quiet() -> None:
+    """Put litellm's own warning filter back in front if something reset the filters."""
+    first = warnings.filters[0] if warnings.filters else None
+    if first is None or first[0] != "ignore" or getattr(first[1], "pattern", None) != (
+        _READONLY_WARNING
+    ):
+        warnings.filterwarnings("ignore", message=_READONLY_WARNING)
 
 
 def load_dotenv_file(path: Path | str = ".env") -> None:
@@ -391,6 +407,7 @@ class ModelClient:
         if use_cache and cache is not None and (hit := cache.get(key)) is not None:
             return hit
         litellm = load_litellm()
+        keep_litellm_warnings_quiet()
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
