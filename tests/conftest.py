@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from openai_server import OpenAIServer  # noqa: E402
+from openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
