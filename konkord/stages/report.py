@@ -213,7 +213,10 @@ def _judge_block(
         claims=claims,
         diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
         bootstrap=R.BootstrapInfo(
-            unit=options.unit, resamples=options.resamples, seed=options.seed, method=boot.method
+            unit=options.unit,
+            resamples=options.resamples,
+            seed=options.seed,
+            method=boot.interval_method,
         ),
     )
 
@@ -444,10 +447,7 @@ def _objective(
     block = objective_block(
         combined,
         passed,
-        labels=[
-            (r["task_id"], r["model_a"], r["model_b"], r["winner"]) for r in labels
-        ]
-        or None,
+        labels=[(r["task_id"], r["model_a"], r["model_b"], r["winner"]) for r in labels] or None,
         calls=[r for r in records if r.get("kind") == "verdict"],
     )
     out: dict[str, Any] = dataclasses.asdict(block)
