@@ -411,6 +411,74 @@ def test_block_markdown_takes_the_full_parser(text: str) -> None:
     assert BLOCK_SYNTAX.search(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer 1 is *clear and short*.",
+        "**Answer 2** is wrong; *Answer 1* handles (*empty*) input.",
+        "It's \"*quoted*\" and *fine*'s\n*spans\nlines* \n  next >= 2",
+        "*a* **b** *c*: done? *yes*!",
+        "tab\t*x*\t\nend",
+    ],
+)
+def test_simple_emphasis_shortcut_matches_the_full_renderer(text: str) -> None:
+    from konkord.site.markdown import _cleaner, _markdown, simple_emphasis
+
+    assert simple_emphasis(text) is not None, "this text takes the emphasis shortcut"
+    assert str(render_markdown(text)) == _cleaner.clean(_markdown.render(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a *b",
+        "a* b*",
+        "***a***",
+        "**a*",
+        "*a **b** c*",
+        "2*3*4",
+        "*a*b",
+        "a *b* c  \nhard break",
+        "*a_b*",
+        "*a* `c`",
+        "*[x](y)*",
+        "*a* &amp;",
+        "*a* <b>",
+        "*a* \\*b",
+        "~~a~~ *b*",
+    ],
+)
+def test_other_inline_markdown_is_left_to_the_parser(text: str) -> None:
+    from konkord.site.markdown import simple_emphasis
+
+    assert simple_emphasis(text) is None
+
+
+def test_simple_emphasis_agrees_with_markdown_it_on_random_text() -> None:
+    """Seeded random paragraphs built from emphasis, words, punctuation and whitespace: where
+    the shortcut renders one, its HTML is markdown-it's, after the sanitiser."""
+    import random
+
+    from konkord.site.markdown import _cleaner, _markdown, simple_emphasis
+
+    pieces = [
+        "*word*", "**bold**", " *a b*", "(*w*)", "*w*.", "word", "1", " ", " ", "\n", " \n",
+        "\n \t", "  \n", "\t", "*", "**", "***", "(", ")", ".", ",", "'", '"', ">", ":", "!",
+        "?", "-", "/", "é", "\u00a0", "\u3000", "_", "`", "[", "]", "&", "<",
+    ]  # fmt: skip
+    rng = random.Random(5)
+    shortcut = 0
+    for _ in range(4000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
+        fast = simple_emphasis(text)
+        if fast is None:
+            continue
+        shortcut += 1
+        expected = _cleaner.clean(f"<p>{_markdown.renderInline(text)}</p>")
+        assert _cleaner.clean(f"<p>{fast}</p>") == expected, repr(text)
+    assert shortcut > 200
+
+
 def test_a_run_without_judges_says_there_is_no_ranking(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

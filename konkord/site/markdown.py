@@ -61,12 +61,65 @@ def plain_paragraphs(text: str) -> Markup:
     return Markup("".join(paragraphs))
 
 
+# Inline syntax other than `*` emphasis: escapes, code spans, strikethrough, underscores,
+# links, autolinks, raw HTML and entities, and hard line breaks. Paragraphs free of all of it
+# are rendered by `simple_emphasis`, which is what judges' rationales mostly are.
+NOT_SIMPLE_EMPHASIS = re.compile(r"[\\`~_\[\]<&]|  \n")
+STAR_RUN = re.compile(r"\*+")
+SOFT_BREAK = re.compile(r" ?\n[ \t]*")
+ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+# Around a delimiter run, these make it only an opener (whitespace or an opening mark before,
+# a letter or digit after) or only a closer (a letter or digit before, whitespace or closing
+# punctuation after), so CommonMark's delimiter rules cannot pair them in any other way.
+OPENER_BEFORE = frozenset(" \t\n(\"'")
+CLOSER_AFTER = frozenset(" \t\n.,;:?!)\"'")
+
+
+def simple_emphasis(content: str) -> str | None:
+    """One paragraph's inline content as markdown-it renders it, when its only syntax is
+    `*em*` and `**strong**` in plain alternation (opener, closer, opener...) around words;
+    None for anything else, which goes to the parser."""
+    if NOT_SIMPLE_EMPHASIS.search(content):
+        return None
+    # As markdown-it's newline rule does: a single space before a line break is dropped, and
+    # so are spaces and tabs after it.
+    content = SOFT_BREAK.sub("\n", content)
+    parts: list[str] = []
+    position = 0
+    open_length = 0
+    for run in STAR_RUN.finditer(content):
+        start, end = run.span()
+        length = end - start
+        before = content[start - 1] if start else " "
+        after = content[end] if end < len(content) else " "
+        if open_length == 0:
+            if length > 2 or before not in OPENER_BEFORE or after not in ASCII_ALNUM:
+                return None
+            tag = "<strong>" if length == 2 else "<em>"
+            open_length = length
+        else:
+            if length != open_length or before not in ASCII_ALNUM or after not in CLOSER_AFTER:
+                return None
+            tag = "</strong>" if length == 2 else "</em>"
+            open_length = 0
+        parts.append(html.escape(content[position:start], quote=False))
+        parts.append(tag)
+        position = end
+    if open_length:
+        return None
+    parts.append(html.escape(content[position:], quote=False))
+    return "".join(parts)
+
+
 def inline_paragraphs(text: str) -> str:
     """Paragraph-only Markdown as CommonMark renders it, skipping the block parser."""
     paragraphs = []
     for block in PARAGRAPH_BREAK.split(text.strip()):
         lines = "\n".join(line.lstrip() for line in block.split("\n")).rstrip()
-        paragraphs.append(f"<p>{_markdown.renderInline(lines)}</p>\n")
+        inline = simple_emphasis(lines)
+        if inline is None:
+            inline = _markdown.renderInline(lines)
+        paragraphs.append(f"<p>{inline}</p>\n")
     return "".join(paragraphs)
 
 
