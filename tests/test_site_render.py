@@ -419,12 +419,13 @@ def test_block_markdown_takes_the_full_parser(text: str) -> None:
         "It's \"*quoted*\" and *fine*'s\n*spans\nlines* \n  next >= 2",
         "*a* **b** *c*: done? *yes*!",
         "tab\t*x*\t\nend",
+        "Answer of **m/x** to `task-001`: `solve(x)` returns *None*.",
     ],
 )
-def test_simple_emphasis_shortcut_matches_the_full_renderer(text: str) -> None:
-    from konkord.site.markdown import _cleaner, _markdown, simple_emphasis
+def test_simple_inline_shortcut_matches_the_full_renderer(text: str) -> None:
+    from konkord.site.markdown import _cleaner, _markdown, simple_inline
 
-    assert simple_emphasis(text) is not None, "this text takes the emphasis shortcut"
+    assert simple_inline(text) is not None, "this text takes the shortcut"
     assert str(render_markdown(text)) == _cleaner.clean(_markdown.render(text))
 
 
@@ -440,7 +441,12 @@ def test_simple_emphasis_shortcut_matches_the_full_renderer(text: str) -> None:
         "*a*b",
         "a *b* c  \nhard break",
         "*a_b*",
-        "*a* `c`",
+        "`a``b`",
+        "` a `",
+        "`*`",
+        "*`c`*",
+        "`unclosed",
+        "`two\nlines`",
         "*[x](y)*",
         "*a* &amp;",
         "*a* <b>",
@@ -449,33 +455,129 @@ def test_simple_emphasis_shortcut_matches_the_full_renderer(text: str) -> None:
     ],
 )
 def test_other_inline_markdown_is_left_to_the_parser(text: str) -> None:
-    from konkord.site.markdown import simple_emphasis
+    from konkord.site.markdown import simple_inline
 
-    assert simple_emphasis(text) is None
+    assert simple_inline(text) is None
 
 
-def test_simple_emphasis_agrees_with_markdown_it_on_random_text() -> None:
-    """Seeded random paragraphs built from emphasis, words, punctuation and whitespace: where
-    the shortcut renders one, its HTML is markdown-it's, after the sanitiser."""
+def test_simple_inline_agrees_with_markdown_it_on_random_text() -> None:
+    """Seeded random paragraphs of emphasis, code spans, words, punctuation and whitespace:
+    where the shortcut renders one, its HTML is markdown-it's, after the sanitiser."""
     import random
 
-    from konkord.site.markdown import _cleaner, _markdown, simple_emphasis
+    from konkord.site.markdown import _cleaner, _markdown, simple_inline
 
     pieces = [
-        "*word*", "**bold**", " *a b*", "(*w*)", "*w*.", "word", "1", " ", " ", "\n", " \n",
-        "\n \t", "  \n", "\t", "*", "**", "***", "(", ")", ".", ",", "'", '"', ">", ":", "!",
-        "?", "-", "/", "é", "\u00a0", "\u3000", "_", "`", "[", "]", "&", "<",
+        "`code`", "`a b`", "` x`", "``", "`", "*word*", "**bold**", " *a b*", "(*w*)", "*w*.",
+        "word", "1", " ", " ", "\n", " \n", "\n \t", "  \n", "\t", "*", "**", "***", "(", ")",
+        ".", ",", "'", '"', ">", ":", "!", "?", "-", "/", "é", "\u00a0", "\u3000", "_", "[", "]",
+        "&", "<",
     ]  # fmt: skip
     rng = random.Random(5)
     shortcut = 0
     for _ in range(4000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 16)))
-        fast = simple_emphasis(text)
+        fast = simple_inline(text)
         if fast is None:
             continue
         shortcut += 1
         expected = _cleaner.clean(f"<p>{_markdown.renderInline(text)}</p>")
         assert _cleaner.clean(f"<p>{fast}</p>") == expected, repr(text)
+    assert shortcut > 200
+
+
+def test_the_fast_block_syntax_test_is_block_syntax() -> None:
+    """has_block_syntax is BLOCK_SYNTAX.search, on seeded random text made of block syntax."""
+    import random
+
+    from konkord.site.markdown import BLOCK_SYNTAX, has_block_syntax
+
+    pieces = [
+        "a", "1", "2.", "3)", " ", "  ", "    ", "\t", "\n", "\n\n", "#", ">", "|", "<", "-",
+        "+", "*", "_", "=", "```", "~~~", "[x]", "[x]:", "[", "]:", "]", ":", "\r", "\x00",
+        "é", "٣.", "\u00a0",
+    ]  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert has_block_syntax(text) == bool(BLOCK_SYNTAX.search(text)), repr(text)
+
+
+FENCED_ANSWER = (
+    "Answer of **m/x** to `task-001`.\n\nIt doubles; *simple*.\n"
+    '```python\ndef solve(x):\n    return x * 2  # <b> & "q"\n\n\tpass\n```\nAfter the code.\n'
+    "```\n```\n\n```js\n    ```\n```"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        FENCED_ANSWER,
+        "```\nonly code\n```\n",
+        "text right before\n```c#\nx\n```\ntext right after",
+        "```\n# not a heading\n- nor a list\n<script>alert(1)</script>\n```",
+    ],
+)
+def test_paragraphs_and_fences_shortcut_matches_the_full_renderer(text: str) -> None:
+    from konkord.site.markdown import _cleaner, _markdown, paragraphs_and_fences
+
+    assert paragraphs_and_fences(text) is not None, "this text takes the shortcut"
+    assert str(render_markdown(text)) == _cleaner.clean(_markdown.render(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nunclosed",
+        "````\nfour\n````",
+        "``` py\nx\n```",
+        "  ```\nindented\n  ```",
+        "```\nx\n```  ",
+        "```\nx\n ```",
+        "```\nx\n````",
+        "- list\n```\nx\n```",
+        "# heading\n```\nx\n```",
+        "para\n \tindented\n```\nx\n```",
+        "no\u00a0break space\n```\nx\n```",
+    ],
+)
+def test_other_blocks_around_fences_are_left_to_the_parser(text: str) -> None:
+    from konkord.site.markdown import paragraphs_and_fences
+
+    assert paragraphs_and_fences(text) is None
+
+
+def test_paragraphs_and_fences_agree_with_markdown_it_on_random_text() -> None:
+    """Seeded random lines of paragraphs, fences, code and blank lines: where the shortcut
+    renders a text, its HTML is markdown-it's, after the sanitiser."""
+    import random
+
+    from konkord.site.markdown import _cleaner, _markdown, paragraphs_and_fences
+
+    inline = ["word", "*em*", "**b**", "`c`", " ", "x", "(", ".", "'", '"', ">", "é", ":", "&", "*"]
+    fences = ["```", "```python", "```c#", "``` py", "````", "~~~", "  ```", "    ```", "\t```"]
+    code = ["def f():", "    return 1", "\tif x:", "<script>", "a & b", "", "  ", "# h", "- x"]
+    rng = random.Random(11)
+    shortcut = 0
+    for _ in range(6000):
+        lines = []
+        for _ in range(rng.randint(1, 10)):
+            kind = rng.random()
+            if kind < 0.25:
+                lines.append(rng.choice(fences) if rng.random() < 0.2 else "```")
+            elif kind < 0.45:
+                lines.append(rng.choice(code))
+            elif kind < 0.55:
+                lines.append(rng.choice(["", " ", "\t"]))
+            else:
+                lines.append("".join(rng.choice(inline) for _ in range(rng.randint(1, 8))))
+        text = "\n".join(lines) + rng.choice(["", "\n"])
+        fast = paragraphs_and_fences(text)
+        if fast is None:
+            continue
+        shortcut += 1
+        assert _cleaner.clean(fast) == _cleaner.clean(_markdown.render(text)), repr(text)
     assert shortcut > 200
 
 
