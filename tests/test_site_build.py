@@ -281,6 +281,14 @@ def test_fast_summary_matches_the_validated_one() -> None:
     assert RunSummary.from_data(raw) == RunSummary.of(results)
 
 
+def test_summary_from_the_files_bytes_matches_the_validated_one() -> None:
+    from konkord.site.render import RunSummary
+
+    for results in (make_results("one", n_tasks=2), make_results("none", judges=[], n_tasks=1)):
+        data = results.model_dump_json().encode()
+        assert RunSummary.from_results_json(data) == RunSummary.of(results)
+
+
 def test_task_id_that_cannot_be_a_folder_is_refused(consistent: Path) -> None:
     path = consistent / "results/one.json"
     data = json.loads(path.read_text())

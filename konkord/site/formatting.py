@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -60,8 +61,10 @@ def fmt_seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 
 
+@lru_cache(maxsize=4096)
 def anchor(*parts: str) -> str:
-    """An HTML id from arbitrary names: readable, and unique thanks to a short hash."""
+    """An HTML id from arbitrary names: readable, and unique thanks to a short hash. Cached:
+    every task page asks for the same few (one per model and per judged pair)."""
     joined = "\x00".join(parts)
     readable = re.sub(r"[^a-z0-9]+", "-", joined.lower()).strip("-")[:40]
     return (

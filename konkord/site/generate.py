@@ -102,11 +102,12 @@ class SiteRenderer:
         self.nav_key = context_fingerprint({"nav": site_nav(content)})
         self.code_key = renderer_fingerprint()
         self._template_hashes: dict[str, str] = {}
+        self._template_refs: dict[str, tuple[str, ...]] = {}
 
     def template_hash(self, name: str) -> str:
         if name not in self._template_hashes:
             try:
-                self._template_hashes[name] = template_hash(self.env, name)
+                self._template_hashes[name] = template_hash(self.env, name, self._template_refs)
             except jinja2.TemplateError as exc:
                 raise self._template_error(exc, name) from None
         return self._template_hashes[name]
@@ -198,10 +199,25 @@ class RenderOutcome:
     line: str
 
 
+# A worker process's renderer: its templates compiled and hashed once, then reused for every
+# run the worker renders. Workers live for one build only, so nothing stale outlives it.
+_worker_renderer: SiteRenderer | None = None
+
+
+def start_worker(templates_dir: Path, content_dir: Path) -> None:
+    """Pool initializer: make this worker's renderer (its writer is replaced per job)."""
+    global _worker_renderer
+    writer = OutputWriter(Path(), Manifest())
+    _worker_renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
+
+
 def render_job(job: RenderJob) -> RenderOutcome:
-    """Render one run in its own process (module level, so it can be pickled)."""
+    """Render one run in a worker process (module level, so it can be pickled)."""
     writer = OutputWriter(job.out, Manifest(outputs=job.previous_outputs))
-    renderer = SiteRenderer(job.templates_dir, writer, load_content(job.content_dir))
+    renderer = _worker_renderer
+    if renderer is None or renderer.templates_dir != job.templates_dir:
+        renderer = SiteRenderer(job.templates_dir, writer, load_content(job.content_dir))
+    renderer.writer = writer
     pages, line = renderer.render_run(job.run)
     return RenderOutcome(pages, writer.current.outputs, writer.written, writer.unchanged, line)
 
@@ -258,7 +274,12 @@ def render_runs(
         ]
         # forkserver, not fork: serve mode has threads running, and forking those is unsafe.
         context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=start_worker,
+            initargs=(renderer.templates_dir.resolve(), content_dir.resolve()),
+        ) as pool:
             for job, outcome in zip(jobs, pool.map(render_job, jobs), strict=True):
                 writer.current.outputs.update(outcome.outputs)
                 writer.written.extend(outcome.written)
@@ -272,13 +293,16 @@ def render_runs(
     return pages
 
 
-def _copy_file(writer: OutputWriter, source: Path, target: str) -> None:
-    data = source.read_bytes()
-    digest = sha256(data)
+def _copy_file(writer: OutputWriter, source: Path, target: str, digest: str | None = None) -> None:
+    """Copy `source` unless its copy is current; a known `digest` saves reading it first."""
+    data = None
+    if digest is None:
+        data = source.read_bytes()
+        digest = sha256(data)
     if writer.is_current(target, digest):
         writer.keep(target, digest)
     else:
-        writer.write(target, data, digest)
+        writer.write(target, source.read_bytes() if data is None else data, digest)
 
 
 def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedRun]) -> None:
@@ -288,7 +312,7 @@ def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedR
         for path in sorted(p for p in static.rglob("*") if p.is_file()):
             _copy_file(writer, path, f"static/{path.relative_to(static).as_posix()}")
     for run in loaded:
-        _copy_file(writer, run.path, f"results/{run.entry.name}.json")
+        _copy_file(writer, run.path, f"results/{run.entry.name}.json", run.sha)
     for name, text in (("_headers", HEADERS), (".assetsignore", ".konkord-build.json\n")):
         data = text.encode()
         writer.write(name, data, sha256(data))

@@ -7,7 +7,6 @@ Everything is loaded and checked before anything is written (contexts first, pag
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,10 +51,11 @@ def ensure_stages(spec: RunSpec, offline: bool) -> list[str]:
     import sys
 
     from konkord.evidence import EvidenceLog
-    from konkord.stages.pipeline import ensure_run
 
     if not EvidenceLog(spec.run_dir).exists() and spec.results_path.exists():
         return []
+    from konkord.stages.pipeline import ensure_run
+
     return ensure_run(spec, offline, lambda line: print(line, file=sys.stderr))
 
 
@@ -113,15 +113,15 @@ def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
 
 
 def summary_of(path: Path, data: bytes) -> RunSummary:
-    """A results file's summary from its raw JSON (fast); anything odd is handed to
-    `read_results`, whose message names the file and the fix."""
+    """A results file's summary from the few fields it needs (fast); anything odd is handed
+    to `read_results`, whose message names the file and the fix."""
     try:
-        raw = json.loads(data)
-        if raw.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError("schema version")
-        return RunSummary.from_data(raw)
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        summary = RunSummary.from_results_json(data)
+    except ValueError:
         return RunSummary.of(read_results(path))
+    if summary.schema_version != SCHEMA_VERSION:
+        return RunSummary.of(read_results(path))
+    return summary
 
 
 def load_runs_checked(
