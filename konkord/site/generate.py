@@ -164,6 +164,9 @@ class SiteRenderer:
             else:
                 self.render(plan, digest)
         written = len(self.writer.written) - before
+        # The downloadable copy of the results file is written here too (not counted among
+        # the pages), so that in a parallel build each worker copies its own run's file.
+        copy_results(self.writer, run)
         return pages, f"run {run.entry.name}: {len(pages)} pages, {written} written"
 
     def site_pages(self, summaries: list[RunSummary]) -> None:
@@ -305,14 +308,25 @@ def _copy_file(writer: OutputWriter, source: Path, target: str, digest: str | No
         writer.write(target, source.read_bytes() if data is None else data, digest)
 
 
+def results_copy(run: LoadedRun) -> str:
+    """Where a run's results file is offered for download."""
+    return f"results/{run.entry.name}.json"
+
+
+def copy_results(writer: OutputWriter, run: LoadedRun) -> None:
+    _copy_file(writer, run.path, results_copy(run), run.sha)
+
+
 def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedRun]) -> None:
-    """Static assets, downloadable results files, _headers and .assetsignore."""
+    """Static assets, the downloadable results files not copied while rendering their run,
+    _headers and .assetsignore."""
     static = templates_dir / "static"
     if static.is_dir():
         for path in sorted(p for p in static.rglob("*") if p.is_file()):
             _copy_file(writer, path, f"static/{path.relative_to(static).as_posix()}")
     for run in loaded:
-        _copy_file(writer, run.path, f"results/{run.entry.name}.json", run.sha)
+        if results_copy(run) not in writer.current.outputs:
+            copy_results(writer, run)
     for name, text in (("_headers", HEADERS), (".assetsignore", ".konkord-build.json\n")):
         data = text.encode()
         writer.write(name, data, sha256(data))

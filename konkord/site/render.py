@@ -199,9 +199,14 @@ def load_content(content_dir: Path) -> dict[str, ContentFile]:
 
 
 def make_environment(templates_dir: Path) -> jinja2.Environment:
-    """The Jinja environment: autoescape always on, undefined names are errors, not blanks."""
+    """The Jinja environment: autoescape always on, undefined names are errors, not blanks.
+
+    One environment serves one build (serve mode makes a new one per rebuild), so templates
+    are not checked for changes on every page (three file stats per page otherwise).
+    """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir)),
+        auto_reload=False,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
