@@ -1,11 +1,15 @@
 """Benchmark `konkord build`: 10 runs x 200 tasks x 8 models, full build and no-change rebuild.
 
 Prints the full build time (aim: under 10 s), the no-change rebuild time (aim: under 1 s) and
-peak memory (VmHWM of the build's main process). Each build runs in its own process, as a user
-runs it. The full build is measured twice: in one process (its CPU time is what one free core
-would take) and with the default worker processes (wall time, which depends on free cores).
+peak memory (VmHWM of the build's main process; with workers, each worker's is similar to the
+one-process figure divided by the worker count, plus the interpreter). Each build runs in its
+own process, as a user runs it. The full build is measured with 1 worker (in process: its CPU
+time is what one free core would take) and with 2 workers (wall time, which depends on free
+cores), each into a fresh output folder so that both meet the same file system; with
+--repeat N, each is built N times and the median is shown with the range.
 
     python benchmarks/bench_build.py [--runs 10] [--tasks 200] [--models 8] [--judges 1]
+                                     [--repeat 1]
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +41,7 @@ def peak_mib():
 started = time.perf_counter()
 cpu_started = time.process_time()
 from konkord.stages.build import build_site
-summary = build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+summary = build_site(Path(sys.argv[1]), offline=True, runs_file=Path("runs.json"))
 elapsed = time.perf_counter() - started
 print(json.dumps({"seconds": elapsed, "cpu": time.process_time() - cpu_started,
                   "peak_mib": peak_mib(),
@@ -45,17 +49,37 @@ print(json.dumps({"seconds": elapsed, "cpu": time.process_time() - cpu_started,
 """
 
 
-def run_build(root: Path, workers: int | None = None) -> dict[str, float]:
+def run_build(root: Path, out: str = "public", workers: int | None = None) -> dict[str, float]:
     env = dict(os.environ)
     if workers is not None:
         env["KONKORD_BUILD_WORKERS"] = str(workers)
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-c", BUILD], cwd=root, capture_output=True, text=True, check=True, env=env
+        [sys.executable, "-c", BUILD, out],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     figures: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
     figures["wall"] = time.perf_counter() - started
     return figures
+
+
+def full_builds(root: Path, workers: int, repeat: int) -> dict[str, float]:
+    """`repeat` full builds with `workers`, each into a fresh folder; the median figures, and
+    the range of build times as `low` and `high`."""
+    runs = [run_build(root, f"public-{workers}w-{n}", workers) for n in range(repeat)]
+    median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    seconds = [run["seconds"] for run in runs]
+    return {**median, "low": min(seconds), "high": max(seconds)}
+
+
+def spread(figures: dict[str, float]) -> str:
+    if figures["low"] == figures["high"]:
+        return ""
+    return f" [{figures['low']:.2f} to {figures['high']:.2f}]"
 
 
 def main() -> None:
@@ -64,6 +88,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--models", type=int, default=8)
     parser.add_argument("--judges", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="full builds per worker count")
     args = parser.parse_args()
     models = [f"provider/model-{i}" for i in range(args.models)]
     judges = [f"judge/j-{i}" for i in range(args.judges)]
@@ -88,18 +113,20 @@ def main() -> None:
             f"{args.runs} runs x {args.tasks} tasks x {args.models} models, {args.judges} judge(s); "
             f"results files {size / 1e6:.1f} MB; {os.cpu_count()} CPUs, load average {load:.1f}"
         )
-        one = run_build(root, workers=1)
-        pages = sum(1 for _ in (root / "public").rglob("*.html"))
+        one = full_builds(root, 1, args.repeat)
+        pages = sum(1 for _ in (root / "public-1w-0").rglob("*.html"))
         print(
-            f"full build, 1 process:  {one['seconds']:.2f} s ({one['cpu']:.2f} s CPU), "
+            f"full build, 1 worker:   {one['seconds']:.2f} s{spread(one)} ({one['cpu']:.2f} s CPU), "
             f"{int(one['written'])} files ({pages} pages), peak memory {one['peak_mib']:.0f} MiB"
         )
-        shutil.rmtree(root / "public")
-        full = run_build(root)
+        two = full_builds(root, 2, args.repeat)
         print(
-            f"full build, default:    {full['seconds']:.2f} s in the build "
-            f"({full['wall']:.2f} s with interpreter start), {int(full['written'])} files"
+            f"full build, 2 workers:  {two['seconds']:.2f} s{spread(two)} in the build "
+            f"({two['wall']:.2f} s with interpreter start), {int(two['written'])} files, "
+            f"peak memory {two['peak_mib']:.0f} MiB (main process)"
         )
+        # The no-change rebuild and the template edit start from a complete build.
+        (root / "public-2w-0").rename(root / "public")
         again = run_build(root)
         print(
             f"no-change rebuild:      {again['seconds']:.2f} s ({again['cpu']:.2f} s CPU, "
