@@ -43,7 +43,8 @@ def test_a_strict_order_is_recovered_with_claims(project: Path) -> None:
     assert block.rank_groups == [["m/a"], ["m/b"], ["m/c"]]
     assert [r.rank for r in block.ratings] == [1, 2, 3]
     above = [c for c in block.claims if c.kind == "above"]
-    assert above and above[0].text.startswith("m/a ranks above")
+    assert [c.text for c in above] == ["m/a ranks above m/b and m/c.", "m/b ranks above m/c."]
+    assert [c.models for c in above] == [["m/a", "m/b", "m/c"], ["m/b", "m/c"]]
     assert block.diagnostics.cycles.cyclic == 0
     assert block.diagnostics.cycles.decided_triples == 10
     for row in block.ratings:

@@ -181,13 +181,16 @@ def _judge_block(
     matrix: list[list[float | None]] = [
         [None if a == b else float(diffs.prob_above[a, b]) for b in order] for a in order
     ]
+    # describe_claims writes one sentence per model that is above any other, in rank order;
+    # the same grouping here names the models of each sentence without parsing it.
+    below: dict[int, list[int]] = {}
+    for claim in ranking.claims:
+        below.setdefault(claim.upper, []).append(claim.lower)
+    uppers = [k for k in ranking.order.tolist() if k in below]
     claims = [
-        R.Claim(kind="above", text=text, models=[])
-        for text in stats.describe_claims(ranking, models)
-        if ranking.claims
+        R.Claim(kind="above", text=text, models=[models[k]] + [models[b] for b in below[k]])
+        for k, text in zip(uppers, stats.describe_claims(ranking, models), strict=False)
     ]
-    for claim in claims:
-        claim.models = [m for m in models if m in claim.text]
     for sep in ranking.separations:
         upper, lower = models[sep.upper], models[sep.lower]
         needed = sep.tasks_needed
