@@ -16,7 +16,7 @@ from konkord.evidence import EvidenceLog
 from konkord.llm import ModelClient, is_offline_model
 from konkord.runspec import RunSpec
 from konkord.stages.report import ReportOptions, build_results, inputs_digest
-from konkord.stages.run import current_answers
+from konkord.stages.run import answers_to_make
 
 Echo = Callable[[str], None]
 DEFAULT_OPTIONS = ReportOptions()
@@ -24,12 +24,8 @@ DEFAULT_OPTIONS = ReportOptions()
 
 def missing_answers(spec: RunSpec) -> int:
     """(task, model) cells without a good current answer."""
-    answers = current_answers(EvidenceLog(spec.run_dir), spec.suite, spec.settings)
-    return sum(
-        1
-        for task in spec.suite.tasks
-        for model in spec.models
-        if (rec := answers.get((task.id, model))) is None or rec.get("error") is not None
+    return len(
+        answers_to_make(EvidenceLog(spec.run_dir), spec.suite, spec.models, spec.settings)
     )
 
 
