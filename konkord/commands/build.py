@@ -1,4 +1,4 @@
-"""`konkord build`: check runs.json against results/, then render the site."""
+"""`konkord build`: bring every run up to date, check runs.json against results/, render."""
 
 from __future__ import annotations
 
@@ -25,9 +25,15 @@ import click
     help="The runs file listing the published runs.",
 )
 def build(offline: bool, out: Path, runs_file: Path) -> None:
-    """Render every run in runs.json into a static site.
+    """Bring every run in runs.json up to date and render the site.
 
-    Checks runs.json against results/ both ways first (a listed run without a
+    Like make, runs only what is missing or stale for each run: answers,
+    verdicts, simulated labels (demo runs), code checks, the results file.
+    People's labels are never made up. With --offline, or without credentials
+    for a model, nothing is called and the message names the run, the stage,
+    how many items are missing and the variable to set.
+
+    Then checks runs.json against results/ both ways (a listed run without a
     results file, a results file nobody lists, a suite, models or judges that
     differ, a schema version this konkord cannot read) and names the fix for
     each. Pages whose inputs did not change are not rewritten. Run it from the
