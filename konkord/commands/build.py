@@ -6,24 +6,12 @@ from pathlib import Path
 
 import click
 
+from konkord.commands.site_options import site_options
+
 
 @click.command()
 @click.option("--offline", is_flag=True, help="Never call a model; render from committed evidence.")
-@click.option(
-    "--out",
-    default="public",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder the site is written to.",
-)
-@click.option(
-    "--runs",
-    "runs_file",
-    default="runs.json",
-    show_default=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The runs file listing the published runs.",
-)
+@site_options("Folder the site is written to.")
 def build(offline: bool, out: Path, runs_file: Path) -> None:
     """Bring every run in runs.json up to date and render the site.
 

@@ -6,24 +6,12 @@ from pathlib import Path
 
 import click
 
+from konkord.commands.site_options import site_options
+
 
 @click.command()
 @click.option("--port", default=8787, show_default=True, help="Port on 127.0.0.1.")
-@click.option(
-    "--out",
-    default="public",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder the site is written to and served from.",
-)
-@click.option(
-    "--runs",
-    "runs_file",
-    default="runs.json",
-    show_default=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The runs file listing the published runs.",
-)
+@site_options("Folder the site is written to and served from.")
 def serve(port: int, out: Path, runs_file: Path) -> None:
     """Preview the site at http://127.0.0.1:PORT/ while you edit it.
 
