@@ -46,10 +46,16 @@ def test_drawn_flips_match_the_closed_form() -> None:
     assert flips / len(comp) == pytest.approx(judge.flip_rate, abs=0.03)
 
 
-def test_win_rates_are_logits_against_an_average_opponent() -> None:
-    strength = sim.strengths_from_win_rates([0.5, 0.8])
-    assert strength[0] == pytest.approx(0.0)
-    assert strength[1] == pytest.approx(np.log(4.0))
+def test_win_rates_are_round_robin_shares_with_ties_left_out() -> None:
+    # Two models: 80% against the field means beta difference logit(0.8), exactly.
+    strength = sim.strengths_from_win_rates([0.8, 0.2])
+    assert strength[0] - strength[1] == pytest.approx(np.log(4.0))
+    # Rates averaging below 50% leave ties out; each model gets half the missing share back.
+    rates = [0.80, 0.70, 0.61, 0.51, 0.42, 0.32, 0.22, 0.13, 0.03]
+    beta = sim.strengths_from_win_rates(rates)
+    prob = 1.0 / (1.0 + np.exp(-(beta[:, None] - beta[None, :])))
+    field = (prob.sum(axis=1) - 0.5) / 8
+    assert field == pytest.approx(np.array(rates) + 0.5 - np.mean(rates), abs=1e-9)
     with pytest.raises(KonkordError, match="strictly between 0 and 1"):
         sim.strengths_from_win_rates([1.2, 0.5])
 
@@ -73,22 +79,21 @@ def test_published_like_field_separates_only_at_the_extremes() -> None:
         strength=sim.strengths_from_win_rates(PUBLISHED_WIN_RATES),
         n_tasks=14,
         judge=sim.JudgeModel(accuracy, 0.5, 0.1),
-        runs=60,
+        runs=100,
         resamples=200,
         seed=3,
     )
     outlook = sim.run_plan(plan)
     assert outlook.truth.order == list(range(9))
     assert outlook.flip_rate == pytest.approx(0.14, abs=0.02)
-    # the bottom model stands apart most of the time ...
-    assert outlook.separated[-1] > 0.6
-    assert outlook.alone[8] > 0.6
-    # ... while no pair in the middle of the field separates even half the time
-    assert np.all(outlook.separated[1:7] < 0.45)
-    assert np.all(outlook.alone[1:8] < 0.3)
-    # only the models at the ends ever stand alone in a rank group; the middle never does
-    assert outlook.alone[2:6].max() <= 0.1
-    assert outlook.alone[0] > outlook.alone[2:6].max()
+    # As in the study, only the top and the bottom model ever stand apart from the rest ...
+    ends = min(outlook.alone[0], outlook.alone[8])
+    middle = outlook.alone[1:8].max()
+    assert ends > 0.15
+    assert middle <= 0.1
+    assert ends > 2 * middle
+    # ... and no adjacent pair is separated in even half of the runs: 14 prompts are few.
+    assert np.all(outlook.separated < 0.5)
     # the top and bottom models are told apart; wrong claims stay rare
     assert outlook.claimed[0, 8] > 0.95
     assert outlook.wrong_claims <= 0.1

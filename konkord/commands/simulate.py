@@ -27,7 +27,8 @@ def _rates(value: str | None) -> list[float] | None:
 )
 @click.option(
     "--win-rates",
-    help="The field as win rates against an average opponent, e.g. 80,70,55,30 "
+    help="The field as a leaderboard's win rates against the rest of the field, e.g. "
+    "80,70,55,30; rates averaging below 50% are read as leaving ties out "
     "(overrides --models and --spread).",
 )
 @click.option("--tasks", "n_tasks", default=25, show_default=True, help="Tasks in the study.")

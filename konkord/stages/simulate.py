@@ -93,11 +93,36 @@ def accuracy_for_flip_rate(flip_rate: float, position_bias: float, tie_rate: flo
 
 
 def strengths_from_win_rates(win_rates: list[float]) -> FloatArray:
-    """Log-strengths from win rates against an average opponent: s = logit(w)."""
+    """Log-strengths (mean 0) whose expected win rate against the field is the one given.
+
+    A published leaderboard's win rates are shares of a round robin. Many count a tie as a win
+    for neither side, so they average below 50%; that shortfall is read as ties, shared evenly
+    (each model's rate against the field is its rate plus half the missing share). The
+    strengths are then solved exactly from mean_j P(i beats j) = rate_i.
+    """
+    from scipy.optimize import root
+
     for rate in win_rates:
         if not 0.0 < rate < 1.0:
             raise KonkordError(f"win rate {rate:g} must be strictly between 0 and 1 (e.g. 0.8)")
-    out: FloatArray = logit(np.asarray(win_rates, dtype=np.float64))
+    if len(win_rates) < 2:
+        raise KonkordError("a field needs at least two win rates")
+    rates = np.asarray(win_rates, dtype=np.float64)
+    target = rates + (0.5 - rates.mean())
+    if target.min() <= 0.0 or target.max() >= 1.0:
+        raise KonkordError(
+            "these win rates cannot come from one round robin: spread evenly, the ties they "
+            "leave out would push a model past 0% or 100%"
+        )
+    m = rates.size
+
+    def excess(beta: FloatArray) -> FloatArray:
+        prob = 0.5 * (1.0 + np.tanh(0.5 * (beta[:, None] - beta[None, :])))
+        out: FloatArray = (prob.sum(axis=1) - 0.5) / (m - 1) - target
+        return out
+
+    solution = root(excess, logit(target), tol=1e-12)
+    out: FloatArray = solution.x - solution.x.mean()
     return out
 
 
