@@ -58,6 +58,38 @@ class Comparisons:
         return int(self.score.shape[0])
 
 
+def index_arrays(
+    names: tuple[str, str, str, str],
+    arrays: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike, npt.ArrayLike],
+    n_models: int,
+    n_tasks: int,
+    unit: str,
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """Flatten (task, model, model, score) arrays and check lengths, index ranges and that no
+    model meets itself; the ValueError names the first bad entry. Shared by every packer."""
+    t = np.asarray(arrays[0], dtype=np.int64).reshape(-1)
+    a = np.asarray(arrays[1], dtype=np.int64).reshape(-1)
+    b = np.asarray(arrays[2], dtype=np.int64).reshape(-1)
+    s = np.asarray(arrays[3], dtype=np.float64).reshape(-1)
+    if not (t.shape == a.shape == b.shape == s.shape):
+        raise ValueError(
+            f"{', '.join(names[:3])} and {names[3]} must have one length; "
+            f"got {t.size}, {a.size}, {b.size}, {s.size}"
+        )
+    for name, arr, bound in (
+        (names[0], t, n_tasks),
+        (names[1], a, n_models),
+        (names[2], b, n_models),
+    ):
+        bad = np.flatnonzero((arr < 0) | (arr >= bound))
+        if bad.size:
+            raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is outside 0..{bound - 1}")
+    same = np.flatnonzero(a == b)
+    if same.size:
+        raise ValueError(f"{unit} {same[0]} pits model {a[same[0]]} against itself")
+    return t, a, b, s
+
+
 def comparisons(
     task: npt.ArrayLike,
     i: npt.ArrayLike,
@@ -67,21 +99,9 @@ def comparisons(
     n_tasks: int,
 ) -> Comparisons:
     """Validate and pack pair outcomes; raises ValueError naming the first bad entry."""
-    t = np.asarray(task, dtype=np.int64).reshape(-1)
-    a = np.asarray(i, dtype=np.int64).reshape(-1)
-    b = np.asarray(j, dtype=np.int64).reshape(-1)
-    s = np.asarray(score, dtype=np.float64).reshape(-1)
-    if not (t.shape == a.shape == b.shape == s.shape):
-        raise ValueError(
-            f"task, i, j and score must have one length; got {t.size}, {a.size}, {b.size}, {s.size}"
-        )
-    for name, arr, bound in (("task", t, n_tasks), ("i", a, n_models), ("j", b, n_models)):
-        bad = np.flatnonzero((arr < 0) | (arr >= bound))
-        if bad.size:
-            raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is outside 0..{bound - 1}")
-    same = np.flatnonzero(a == b)
-    if same.size:
-        raise ValueError(f"comparison {same[0]} pits model {a[same[0]]} against itself")
+    t, a, b, s = index_arrays(
+        ("task", "i", "j", "score"), (task, i, j, score), n_models, n_tasks, "comparison"
+    )
     bad = np.flatnonzero(~((s >= 0.0) & (s <= 1.0)))
     if bad.size:
         raise ValueError(f"score[{bad[0]}] = {s[bad[0]]} is outside 0..1")

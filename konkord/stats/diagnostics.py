@@ -22,6 +22,7 @@ from .bt import (
     IntArray,
     ModelVector,
     PairMatrix,
+    index_arrays,
     task_win_matrices,
     win_matrix,
     win_probability,
@@ -56,18 +57,13 @@ def verdicts(
     n_tasks: int,
 ) -> Verdicts:
     """Validate and pack single calls; at most one call per (task, pair, order)."""
-    t = np.asarray(task, dtype=np.int64).reshape(-1)
-    a = np.asarray(first, dtype=np.int64).reshape(-1)
-    b = np.asarray(second, dtype=np.int64).reshape(-1)
-    s = np.asarray(score_first, dtype=np.float64).reshape(-1)
-    if not (t.shape == a.shape == b.shape == s.shape):
-        raise ValueError("task, first, second and score_first must have one length")
-    for name, arr, bound in (("task", t, n_tasks), ("first", a, n_models), ("second", b, n_models)):
-        bad = np.flatnonzero((arr < 0) | (arr >= bound))
-        if bad.size:
-            raise ValueError(f"{name}[{bad[0]}] = {arr[bad[0]]} is outside 0..{bound - 1}")
-    if np.any(a == b):
-        raise ValueError(f"call {np.flatnonzero(a == b)[0]} pits a model against itself")
+    t, a, b, s = index_arrays(
+        ("task", "first", "second", "score_first"),
+        (task, first, second, score_first),
+        n_models,
+        n_tasks,
+        "call",
+    )
     if not np.all(np.isin(s, (0.0, 0.5, 1.0))):
         raise ValueError("score_first must be 0, 0.5 or 1")
     key = (t * n_models + a) * n_models + b
