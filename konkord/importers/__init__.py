@@ -5,5 +5,7 @@ labels), so `report`, `calibrate` and `judge` work on it unchanged and a new jud
 beside the published one on the same pairs.
 
 Modules:
-    mtbench   the MT-Bench human judgments (lmsys/mt_bench_human_judgments)
+    mtbench           the MT-Bench human judgments (lmsys/mt_bench_human_judgments): writes the run
+    mtbench_read      reads its published files into votes and conversations
+    mtbench_records   turns votes and conversations into evidence records
 """
