@@ -1,0 +1,113 @@
+"""Each run page's context: what the leaderboard, methodology and calibration templates
+show, computed here so templates only format."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from konkord.results import Calibration, JudgeBlock, Results
+from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
+from konkord.site.markdown import render_markdown
+from konkord.site.svg import ForestRow, forest_plot, heatmap
+
+
+def site_nav(content: Mapping[str, ContentFile]) -> list[dict[str, str]]:
+    """Links to the content pages (about...), shown on every page."""
+    return [
+        {"slug": f.slug, "title": f.title}
+        for f in content.values()
+        if f.name != METHODOLOGY_CONTENT
+    ]
+
+
+def run_header(results: Results) -> dict[str, Any]:
+    """What every page of a run names: the run, judge(s), suite, evidence date, versions."""
+    return {
+        "run": results.run,
+        "suite": results.suite,
+        "judges": results.judges,
+        "date": results.evidence_date or "no evidence date",
+        "konkord_version": results.konkord_version,
+        "simulated": results.simulated,
+        "schema_version": results.schema_version,
+    }
+
+
+def judge_sections(results: Results) -> list[dict[str, Any]]:
+    """One entry per judge: its block and the id other pages link to."""
+    return [
+        {"block": block, "id": f"judge-{index + 1}", "number": index + 1}
+        for index, block in enumerate(results.judge_blocks)
+    ]
+
+
+def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
+    costs = {line.who: line for line in results.cost if line.role == "generation"}
+    group_sizes: dict[int, int] = {}
+    for rating in block.ratings:
+        group_sizes[rating.rank_group] = group_sizes.get(rating.rank_group, 0) + 1
+    rows = [
+        {
+            "rating": rating,
+            "tied": group_sizes[rating.rank_group] > 1,
+            "cost": costs.get(rating.model),
+        }
+        for rating in block.ratings
+    ]
+    forest = forest_plot(
+        [
+            ForestRow(
+                r.model,
+                r.win_rate_vs_field.estimate,
+                r.win_rate_vs_field.low,
+                r.win_rate_vs_field.high,
+                r.rank_group,
+            )
+            for r in block.ratings
+        ],
+        f"Expected win rate against the field, 95% intervals, judge {block.judge}",
+    )
+    order = [r.model for r in block.ratings]
+    grid = heatmap(
+        order,
+        block.p_above_matrix,
+        f"P(row model above column model), judge {block.judge}",
+    )
+    judge_cost = [line for line in results.cost if line.role == "judge" and line.who == block.judge]
+    return {
+        "rows": rows,
+        "forest": forest,
+        "heatmap": grid,
+        "order": order,
+        "judge_cost": judge_cost[0] if judge_cost else None,
+    }
+
+
+def leaderboard_context(results: Results) -> dict[str, Any]:
+    sections = judge_sections(results)
+    for section in sections:
+        section.update(_leaderboard_section(results, section["block"]))
+    return {
+        "sections": sections,
+        "pass_rates": results.pass_rates,
+        "cost": results.cost,
+        "results_href": f"results/{results.run}.json",
+    }
+
+
+def methodology_context(results: Results, content: Mapping[str, ContentFile]) -> dict[str, Any]:
+    prose = content.get(METHODOLOGY_CONTENT)
+    return {
+        "sections": judge_sections(results),
+        "prose": render_markdown(prose.text) if prose else None,
+    }
+
+
+def calibration_context(results: Results) -> dict[str, Any]:
+    sections = judge_sections(results)
+    for section in sections:
+        calibration: Calibration = section["block"].calibration
+        section["calibration"] = calibration
+        section["objective"] = calibration.objective
+    return {"sections": sections}

@@ -1,0 +1,134 @@
+"""The Jinja side of the site: the environment every page renders in, the content pages it
+reads, and the hashes that tell the incremental writer when a template or input changed."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import jinja2.meta
+from markupsafe import Markup
+
+from konkord import __version__
+from konkord.site.formatting import (
+    anchor,
+    data_html,
+    fmt_interval,
+    fmt_kappa,
+    fmt_money,
+    fmt_pct,
+    fmt_proportion,
+    fmt_seconds,
+    winner_text,
+)
+from konkord.site.markdown import render_markdown
+
+# The policy every page carries as a meta tag (and _headers sends as a header): nothing runs,
+# nothing loads from elsewhere. Serve mode swaps `script-src 'none'` for its reload script.
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'none'; "
+    "base-uri 'none'; form-action 'none'"
+)
+METHODOLOGY_CONTENT = "methodology.md"
+
+
+@dataclass(frozen=True)
+class ContentFile:
+    """A Markdown page from content/: trusted prose, still rendered through the sanitiser."""
+
+    name: str
+    text: str
+    sha: str
+
+    @property
+    def slug(self) -> str:
+        return self.name.removesuffix(".md")
+
+    @property
+    def title(self) -> str:
+        for line in self.text.splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
+        return self.slug.replace("-", " ").capitalize()
+
+
+def sha256(data: bytes | str) -> str:
+    """Hex digest, the one hash used for every input and output."""
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def load_content(content_dir: Path) -> dict[str, ContentFile]:
+    """Every content/*.md, by file name, in a stable order."""
+    files: dict[str, ContentFile] = {}
+    if content_dir.is_dir():
+        for path in sorted(content_dir.glob("*.md")):
+            text = path.read_text(encoding="utf-8")
+            files[path.name] = ContentFile(path.name, text, sha256(text))
+    return files
+
+
+def make_environment(templates_dir: Path) -> jinja2.Environment:
+    """The Jinja environment: autoescape always on, undefined names are errors, not blanks.
+
+    One environment serves one build (serve mode makes a new one per rebuild), so templates
+    are not checked for changes on every page (three file stats per page otherwise).
+    """
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        auto_reload=False,
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        md=render_markdown,
+        pct=fmt_pct,
+        interval=fmt_interval,
+        proportion=fmt_proportion,
+        kappa=fmt_kappa,
+        money=fmt_money,
+        seconds=fmt_seconds,
+        winner=winner_text,
+    )
+    env.globals.update(
+        anchor=anchor, csp=Markup(CSP), site_version=__version__, data_html=data_html
+    )
+    return env
+
+
+def template_closure(
+    env: jinja2.Environment, name: str, parsed: dict[str, tuple[str, ...]] | None = None
+) -> list[str]:
+    """A template and every template it extends, includes or imports, sorted. `parsed`, if
+    given, keeps each template's references between calls (base.html is in every closure)."""
+    assert env.loader is not None
+    parsed = {} if parsed is None else parsed
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current not in parsed:
+            source, _, _ = env.loader.get_source(env, current)
+            refs = jinja2.meta.find_referenced_templates(env.parse(source))
+            parsed[current] = tuple(ref for ref in refs if ref is not None)
+        todo.extend(parsed[current])
+    return sorted(seen)
+
+
+def template_hash(
+    env: jinja2.Environment, name: str, parsed: dict[str, tuple[str, ...]] | None = None
+) -> str:
+    """Hash of a template and everything it pulls in: the part of a page's inputs it owns."""
+    assert env.loader is not None
+    digest = hashlib.sha256()
+    for member in template_closure(env, name, parsed):
+        source, _, _ = env.loader.get_source(env, member)
+        digest.update(member.encode() + b"\x00" + source.encode() + b"\x00")
+    return digest.hexdigest()
