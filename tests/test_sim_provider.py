@@ -179,7 +179,7 @@ def sim_run(project: Path) -> str:
         ]
     }
     (project / "runs.json").write_text(json.dumps(runs))
-    sim._REGISTRY.clear()  # the references must be found through runs.json
+    sim.tasks._REGISTRY.clear()  # the references must be found through runs.json
     spec = resolve_run("demo")
     summary = asyncio.run(
         generate_answers(

@@ -1,0 +1,76 @@
+"""The litellm provider: `sim/` and `sim-judge/` registered as custom providers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from konkord.errors import KonkordError
+from konkord.sim.answers import sim_answer
+from konkord.sim.judge import sim_judge_answer
+
+
+def _text_of(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in messages)
+
+
+def _make_response(litellm: Any, model: str, text: str, messages: list[dict[str, Any]]) -> Any:
+    prompt_tokens = max(1, len(_text_of(messages)) // 4)
+    completion_tokens = max(1, len(text) // 4)
+    response = litellm.ModelResponse(
+        model=model,
+        choices=[
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": text},
+            }
+        ],
+        usage={
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    )
+    return response
+
+
+def register(litellm: Any) -> None:
+    """Register the `sim` and `sim-judge` providers with litellm (idempotent)."""
+    from litellm.llms.custom_llm import CustomLLM
+
+    class SimProvider(CustomLLM):  # type: ignore[misc]
+        def __init__(self, provider: str, answer: Any) -> None:
+            super().__init__()
+            self._provider = provider
+            self._answer = answer
+
+        def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            params = kwargs.get("optional_params") or {}
+            try:
+                text = self._answer(model, messages, params.get("seed"))
+            except KonkordError as exc:
+                # A malformed name is the caller's mistake: permanent, never retried.
+                raise litellm.BadRequestError(
+                    message=str(exc), model=model, llm_provider=self._provider
+                ) from None
+            return _make_response(litellm, model, text, messages)
+
+        async def acompletion(
+            self, model: str, messages: list[Any], *args: Any, **kwargs: Any
+        ) -> Any:
+            return self.completion(model, messages, *args, **kwargs)
+
+    existing = [
+        p
+        for p in (litellm.custom_provider_map or [])
+        if p.get("provider") not in {"sim", "sim-judge"}
+    ]
+    litellm.custom_provider_map = [
+        *existing,
+        {"provider": "sim", "custom_handler": SimProvider("sim", sim_answer)},
+        {"provider": "sim-judge", "custom_handler": SimProvider("sim-judge", sim_judge_answer)},
+    ]
+    # litellm reads the map into its provider list when a call is made through it.
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()  # type: ignore[no-untyped-call]

@@ -1,0 +1,178 @@
+"""What a task looks like to the simulated answerer and judge, and the text conventions both
+share (fenced code, policy facts, the phrases that mark a policy break)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from konkord.errors import KonkordError
+
+SUITES_DIR = Path("suites")
+RUNS_FILE = Path("runs.json")
+RUNS_ROOT = Path("runs")
+
+# ---------------------------------------------------------------------------------------------
+# What a task looks like to the simulated answerer and judge
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """What a simulated reader knows of a task: prompt, context, reference, answer language."""
+
+    prompt: str
+    context: str = ""
+    reference: str | None = None
+    language: str | None = None
+
+
+_REGISTRY: dict[str, str] = {}
+_SCANNED: dict[str, tuple[tuple[str, float], ...]] = {}
+
+
+def _prompt_key(prompt: str) -> str:
+    return " ".join(prompt.split())
+
+
+def register_reference(prompt: str, reference: str) -> None:
+    """Make a task's reference known to the simulated models (the run stage or tests may call)."""
+    _REGISTRY[_prompt_key(prompt)] = reference
+
+
+def register_suite(suite: Any) -> None:
+    """Register the reference of every task of a loaded `konkord.suite.Suite` that has one."""
+    for task in suite.tasks:
+        if task.reference:
+            register_reference(task.prompt, task.reference)
+
+
+def _suites_named_in(path: Path) -> list[str]:
+    """The suite paths a runs.json (its runs) or a run manifest (its suite) names."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    runs = data.get("runs")
+    entries: list[Any] = runs if isinstance(runs, list) else [data]
+    return [e["suite"] for e in entries if isinstance(e, dict) and isinstance(e.get("suite"), str)]
+
+
+def _suite_files() -> list[Path]:
+    """Suites a run here may use: suites/*.yaml, and those named by runs.json and manifests."""
+    files = sorted(SUITES_DIR.glob("*.yaml")) + sorted(SUITES_DIR.glob("*.yml"))
+    for source in [RUNS_FILE, *sorted(RUNS_ROOT.glob("*/run.json"))]:
+        files += [Path(name) for name in _suites_named_in(source)]
+    return [path for path in dict.fromkeys(files) if path.is_file()]
+
+
+def _scan_suites() -> None:
+    """Register the references of every suite found (rescanned when a file changes)."""
+    files = _suite_files()
+    stamp = tuple((str(p.resolve()), p.stat().st_mtime) for p in files)
+    key = str(Path.cwd())
+    if _SCANNED.get(key) == stamp:
+        return
+    from konkord.suite import load_suite
+
+    for path in files:
+        try:
+            register_suite(load_suite(path))
+        except KonkordError:
+            continue  # a broken suite is `konkord validate`'s business, not the simulator's
+    _SCANNED[key] = stamp
+
+
+def reference_for(prompt: str) -> str | None:
+    """The reference of a known task with this prompt (found in the suites or registered)."""
+    key = _prompt_key(prompt)
+    if key not in _REGISTRY:
+        _scan_suites()
+    return _REGISTRY.get(key)
+
+
+_LANGUAGE_HINT = re.compile(r"Give your solution in a single fenced ```(\w[\w+-]*) code block\.")
+
+
+def view_from_messages(messages: list[dict[str, Any]]) -> TaskView:
+    """The task as the run stage sends it: system (context + language hint) and user prompt."""
+    system = "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+    users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+    prompt = users[-1] if users else ""
+    hint = _LANGUAGE_HINT.search(system)
+    context = _LANGUAGE_HINT.sub("", system).strip()
+    return TaskView(prompt, context, reference_for(prompt), hint.group(1) if hint else None)
+
+
+_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+
+
+def view_from_judge_message(user_message: str) -> TaskView:
+    """The task as the judge frame shows it: its Context, Task and Reference answer sections."""
+    head = user_message.split("\n## Answer 1\n", 1)[0]
+    sections: dict[str, str] = {}
+    marks = list(_SECTION.finditer(head))
+    for index, mark in enumerate(marks):
+        stop = marks[index + 1].start() if index + 1 < len(marks) else len(head)
+        sections[mark.group(1).strip().lower()] = head[mark.end() : stop].strip()
+    prompt = sections.get("task", "")
+    reference = sections.get("reference answer") or reference_for(prompt)
+    context = sections.get("context given to both answerers", "")
+    language = "python" if reference and _code_of(reference) is not None else None
+    return TaskView(prompt, context, reference, language)
+
+
+_FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def _code_of(text: str) -> str | None:
+    """The first fenced code block of a text, or the text itself if it parses as Python."""
+    found = _FENCE.search(text)
+    if found:
+        return found.group(1).rstrip("\n")
+    if not _parses(text):
+        return None
+    return text.strip("\n") if "\n" in text.strip() or "def " in text else None
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return False
+    return True
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+EXCEPTION_PHRASES = (
+    "I'll make an exception to the policy for you this time.",
+    "Don't worry about the usual rules; they won't apply in your case.",
+)
+CURT_CLOSING = "That's all I can do."
+
+
+def policy_facts(context: str) -> list[str]:
+    """The policy facts of a context: its bullet or numbered items, or else its sentences."""
+    bullets: list[str] = []
+    for line in context.splitlines():
+        if found := _BULLET.match(line):
+            bullets.append(found.group(1))
+        elif bullets and line.startswith((" ", "\t")) and line.strip():
+            bullets[-1] += " " + line.strip()  # an item continued on the next line
+        elif bullets and not line.strip():
+            continue
+    if bullets:
+        return bullets
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", context) if len(s.split()) >= 4]
+
+
+def _known_numbers(view: TaskView) -> set[str]:
+    """Numbers a correct reply may quote: those of the policy, the ticket and the reference."""
+    return set(_NUMBER.findall(f"{view.context} {view.prompt} {view.reference or ''}"))
