@@ -1,0 +1,72 @@
+"""What the report and calibrate stages both read from a run: the answers the run holds now,
+their hashes (to tell fresh verdicts from stale ones), and Wilson proportions.
+
+It sits below both stages so neither imports the other for these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from konkord import results as R
+from konkord.evidence import EvidenceLog, Record
+from konkord.runspec import RunSpec
+from konkord.stages.run import current_answers
+from konkord.verdicts import answer_sha
+
+
+def finite(value: float) -> float | None:
+    """A float for the results file: NaN and infinities become None (JSON has neither)."""
+    return float(value) if np.isfinite(value) else None
+
+
+def interval(estimate: float, low: float, high: float) -> R.Interval:
+    """An estimate with its bounds, each None where it is not finite."""
+    return R.Interval(estimate=finite(estimate), low=finite(low), high=finite(high))
+
+
+def proportion(k: int, n: int) -> R.Proportion:
+    """k of n with a Wilson 95% interval; undefined (None) with n == 0."""
+    from konkord.stats import wilson_interval
+
+    if n == 0:
+        return R.Proportion(k=0, n=0, rate=None)
+    low, high = wilson_interval(k, n)
+    return R.Proportion(k=k, n=n, rate=k / n, low=low, high=high)
+
+
+def good_answers(spec: RunSpec, log: EvidenceLog) -> dict[tuple[str, str], Record]:
+    """The current answer per (task, model) for this run's models and settings."""
+    answers = current_answers(log, spec.suite, spec.settings)
+    return {key: rec for key, rec in answers.items() if key[1] in spec.models}
+
+
+def answer_shas(answers: dict[tuple[str, str], Record]) -> dict[tuple[str, str], str]:
+    """(task, model) -> sha of the current good answer, to tell fresh verdicts from stale ones."""
+    return {
+        key: answer_sha(rec["text"])
+        for key, rec in answers.items()
+        if rec.get("error") is None and rec.get("text") is not None
+    }
+
+
+def system_prompt_for(log: EvidenceLog, frame_hash: str | None) -> str | None:
+    """The exact system prompt stored under a frame hash."""
+    if frame_hash is None:
+        return None
+    record = log.latest("prompts").get((frame_hash,))
+    return None if record is None else str(record.get("system_prompt"))
+
+
+def current_labels(log: EvidenceLog) -> list[Record]:
+    """The labels that stand now (a withdrawn label has no winner)."""
+    return [r for r in log.latest("labels").values() if r.get("winner") is not None]
+
+
+def evidence_date(log: EvidenceLog) -> str | None:
+    """The newest record's date: what the site prints, so rebuilds stay byte-identical."""
+    newest = ""
+    for stream in ("answers", "verdicts", "labels", "checks"):
+        for rec in log.records(stream):
+            newest = max(newest, str(rec.get("created_at") or ""))
+    return newest[:10] or None
