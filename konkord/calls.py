@@ -1,0 +1,152 @@
+"""What one model call is: its settings (all in the cache key), its result, and the cache.
+
+Kept apart from llm.py so that reading settings or cached results never imports litellm, and
+so the cache's file format lives in one small place.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class CallSettings:
+    """Everything besides the messages that changes a response; all of it is in the cache key."""
+
+    temperature: float | None = 0.0
+    max_tokens: int = 4096
+    seed: int | None = 0
+    api_base: str | None = None
+
+    def generation(self) -> dict[str, Any]:
+        """The sampling settings, as stored with each answer (the server address is not one)."""
+        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
+
+    def digest(self) -> str:
+        """A short stable hash of all these settings."""
+        blob = json.dumps(asdict(self), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass
+class CallResult:
+    """What one model call produced, or why it produced nothing."""
+
+    text: str | None
+    finish_reason: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    error: str | None = None
+    error_kind: str | None = None  # "transient" (retries exhausted) or "permanent"
+    attempts: int = 0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call returned text."""
+        return self.error is None and self.text is not None
+
+    def to_record(self) -> dict[str, Any]:
+        """The fields stored in the evidence log (no secrets: keys never reach a result)."""
+        return {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "attempts": self.attempts,
+        }
+
+
+class ResponseCache:
+    """Paid-for responses by cache key, in one append-only file (.konkord/cache/responses.jsonl).
+
+    Each line is "<64 hex key> <json>", so the index (key -> place in the file) is built by
+    reading keys, not parsing JSON, and a put is one small write with no fsync: the cache only
+    saves money, the evidence log is what must survive. A write that completed survives a
+    kill -9, so a killed run's in-flight answers are not paid for twice. A torn or damaged line
+    is simply a miss. Later lines win, so --force refreshes an entry.
+    """
+
+    FILE_NAME = "responses.jsonl"
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / self.FILE_NAME
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._fd: int | None = None
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+    def _load_index(self) -> dict[str, tuple[int, int]]:
+        index: dict[str, tuple[int, int]] = {}
+        try:
+            with open(self.path, "rb") as handle:
+                offset = 0
+                for line in handle:
+                    if len(line) > 66 and line[64:65] == b" " and line.endswith(b"\n"):
+                        index[line[:64].decode("ascii", "replace")] = (offset + 65, len(line) - 66)
+                    offset += len(line)
+        except FileNotFoundError:
+            pass
+        return index
+
+    def get(self, key: str) -> CallResult | None:
+        """The cached result for a key, or None."""
+        if self._index is None:
+            self._index = self._load_index()
+        place = self._index.get(key)
+        if place is None:
+            return None
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(place[0] - 65)
+                line = handle.read(place[1] + 65)
+            if line[:64].decode("ascii", "replace") != key:
+                return None  # the file changed under the index: a miss, never a wrong answer
+            data = json.loads(line[65:])
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            return None
+        fields: dict[str, Any] = {k: data.get(k) for k in CallResult.__dataclass_fields__}
+        result = CallResult(**fields)
+        result.attempts = int(result.attempts or 0)
+        result.cached = True
+        return result
+
+    def put(self, key: str, result: CallResult) -> None:
+        """Remember a good result under its key (failures are never cached)."""
+        if not result.ok:
+            return
+        body = json.dumps(asdict(result) | {"cached": False}, ensure_ascii=True)
+        line = f"{key} {body}\n".encode()
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = self._fd
+        fcntl.flock(fd, fcntl.LOCK_EX)  # whole lines, and a true offset, with several writers
+        try:
+            offset = os.fstat(fd).st_size
+            lead = b""
+            if offset and os.pread(fd, 1, offset - 1) != b"\n":
+                lead = b"\n"  # after a torn line, start a fresh one
+            os.write(fd, lead + line)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        if self._index is not None:
+            self._index[key] = (offset + len(lead) + 65, len(line) - 66)
