@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from konkord.runspec import RunSpec
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
+from konkord.label import launch
 from konkord.label.app import LabelConfig, parse_config
 
 APP = Path(__file__).resolve().parent.parent / "konkord" / "label" / "app.py"
@@ -244,20 +244,23 @@ def test_a_run_without_answers_says_what_to_do(
 def test_label_command_passes_its_options_to_the_app(
     run: RunSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[list[str]] = []
+    calls: list[tuple[list[str], str, bool]] = []
 
-    def fake_call(command: list[str]) -> int:
-        calls.append(command)
+    def fake_serve(command: list[str], url: str, open_browser: bool) -> int:
+        calls.append((command, url, open_browser))
         return 0
 
-    monkeypatch.setattr(subprocess, "call", fake_call)
+    monkeypatch.setattr(launch, "serve", fake_serve)
     result = CliRunner().invoke(cli, ["label", "--run", "demo", "--n", "7", "--seed", "3",
                                       "--labeller", "bob", "--port", "8600", "--no-browser"])
     assert result.exit_code == 0, result.output
-    (command,) = calls
+    ((command, url, open_browser),) = calls
     assert command[1:4] == ["-m", "streamlit", "run"]
     assert Path(command[4]) == APP
     assert command[command.index("--server.port") + 1] == "8600"
+    assert command[command.index("--server.address") + 1] == "127.0.0.1"
+    assert command[command.index("--server.headless") + 1] == "true"
+    assert (url, open_browser) == ("http://127.0.0.1:8600/", False)
     app_args = command[command.index("--") + 1 :]
     assert parse_config(app_args, {}) == LabelConfig("demo", "bob", n=7, seed=3, overlap=0.5)
 

@@ -28,6 +28,12 @@ import click
     "(for human-vs-human agreement).",
 )
 @click.option("--port", type=int, default=8501, show_default=True, help="Local port of the app.")
+@click.option(
+    "--address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the app listens on; 0.0.0.0 lets other machines on the network label.",
+)
 @click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
 def label(
     run_name: str,
@@ -36,6 +42,7 @@ def label(
     labeller: str | None,
     overlap: float,
     port: int,
+    address: str,
     no_browser: bool,
 ) -> None:
     """Label comparisons blind in a local web app: two answers, no model names.
@@ -46,12 +53,11 @@ def label(
     """
     import getpass
     import importlib.util
-    import subprocess
     import sys
-    from pathlib import Path
 
     from konkord.errors import KonkordError
     from konkord.evidence import EvidenceLog
+    from konkord.label.launch import app_url, serve, streamlit_command
     from konkord.label.sample import pool_for_run
     from konkord.runspec import resolve_run
 
@@ -68,26 +74,15 @@ def label(
             f"(run `konkord run --run {spec.name}` first)"
         )
     who = labeller or getpass.getuser()
-    app = Path(__file__).resolve().parent.parent / "label" / "app.py"
-    command = [
-        sys.executable, "-m", "streamlit", "run", str(app),
-        "--server.port", str(port),
-        "--server.headless", "true" if no_browser else "false",
-        "--server.fileWatcherType", "none",
-        "--browser.gatherUsageStats", "false",
-        "--client.toolbarMode", "minimal",
-        "--",
-        "--run", spec.name,
-        "--labeller", who,
-        "--overlap", str(overlap),
-    ]  # fmt: skip
+    app_args = ["--run", spec.name, "--labeller", who, "--overlap", str(overlap)]
     if n is not None:
-        command += ["--n", str(n)]
+        app_args += ["--n", str(n)]
     if seed is not None:
-        command += ["--seed", str(seed)]
+        app_args += ["--seed", str(seed)]
+    url = app_url(address, port)
     click.echo(
         f"labelling run {spec.name} as {who}: {len(pool)} comparisons in the pool; "
-        f"open http://localhost:{port} (Ctrl-C to stop; every label is already saved)",
+        f"open {url} (Ctrl-C to stop; every label is already saved)",
         err=True,
     )
-    sys.exit(subprocess.call(command))
+    sys.exit(serve(streamlit_command(address, port, app_args), url, not no_browser))

@@ -1,0 +1,121 @@
+"""Start the labelling app's Streamlit server and own it: local address, no prompts, clean stop.
+
+Streamlit asks for an e-mail address on its first run when it is not headless, and with no
+terminal input it then exits 255; so the server always runs headless and `konkord label` opens
+the browser itself once the server answers. It listens on 127.0.0.1 unless told otherwise, and
+stops with `konkord label`: SIGTERM, SIGHUP and Ctrl-C all stop the server before the command
+returns, and on Linux the server is also told to die if its parent is killed outright.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import urllib.request
+import webbrowser
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+APP = Path(__file__).resolve().parent / "app.py"
+STOP_GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1
+
+
+def streamlit_command(address: str, port: int, app_args: Sequence[str]) -> list[str]:
+    """The `streamlit run` command line serving the app on `address:port`, headless."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(APP),
+        "--server.address", address,
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "minimal",
+        "--",
+        *app_args,
+    ]  # fmt: skip
+
+
+def app_url(address: str, port: int) -> str:
+    """The address a browser on this machine opens (the wildcard addresses mean "here")."""
+    host = "127.0.0.1" if address in ("", "0.0.0.0", "::") else address
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when `konkord label` dies (kill -9)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}_stcore/health", timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def stop(server: subprocess.Popen[bytes]) -> int:
+    """SIGTERM the server, give it a few seconds to close, then SIGKILL; its exit status."""
+    if server.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            server.terminate()
+        try:
+            server.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return server.wait()
+
+
+class _Stop(Exception):
+    """Raised in the main loop by the SIGTERM/SIGHUP handler."""
+
+
+def serve(command: Sequence[str], url: str, open_browser: bool) -> int:
+    """Run the server until it exits or `konkord label` is told to stop; the exit status.
+
+    Stopping by a signal is a normal end (0 for SIGTERM/SIGHUP, 130 for Ctrl-C); the server
+    is never left running behind the command."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise _Stop(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        server = subprocess.Popen(
+            list(command), stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )  # fmt: skip
+        opened = not open_browser
+        while True:
+            try:
+                return server.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+            if not opened and _answers(url):
+                opened = True
+                webbrowser.open(url)
+    except KeyboardInterrupt:
+        if server is not None:
+            stop(server)
+        return 130
+    except _Stop:
+        if server is not None:
+            stop(server)
+        return 0
+    finally:
+        if server is not None and server.poll() is None:
+            stop(server)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+

@@ -1,0 +1,125 @@
+"""`konkord label` as a person starts it: no terminal input, local address only, clean stop.
+
+Runs the real command (a Streamlit server) with stdin closed and a fresh HOME (no Streamlit
+credentials, so a non-headless Streamlit would stop at its first-run e-mail prompt), a
+BROWSER that records the URL it is asked to open, then stops it with SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from label_fixtures import free_port, make_run
+
+pytest.importorskip("streamlit")
+
+pytestmark = pytest.mark.slow
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hex, as in /proc/net/tcp*) with a TCP listener on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                address, hex_port = fields[1].rsplit(":", 1)
+                if int(hex_port, 16) == port and fields[3] == "0A":  # 0A = LISTEN
+                    found.add(address)
+    return found
+
+
+def children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(p) for p in text.split()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def start(project: Path, port: int, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+    """`konkord label` with no terminal, a fresh HOME and a recording BROWSER; up on return."""
+    home = project / "home"
+    home.mkdir(exist_ok=True)
+    opened = project / "opened.txt"
+    browser = project / "record-url"
+    browser.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    browser.chmod(0o755)
+    env = {**os.environ, "HOME": str(home), "BROWSER": str(browser)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "konkord.cli", "label", "--run", "demo", "--port", str(port),
+         "--labeller", "ann", *args],
+        cwd=project, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    for _ in range(600):
+        if process.poll() is not None:
+            assert process.stderr is not None
+            raise AssertionError(f"exited {process.returncode}: {process.stderr.read()!r}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
+                return process, opened
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError("the labelling app did not come up within a minute")
+
+
+def stopped_cleanly(process: subprocess.Popen[bytes], signum: int) -> tuple[int, list[int]]:
+    """Send `signum` to `konkord label` alone; its exit status and the server pids it had."""
+    servers = children(process.pid)
+    assert servers, "konkord label has no server child"
+    process.send_signal(signum)
+    try:
+        code = process.wait(timeout=30)
+    finally:
+        for pid in servers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return code, servers
+
+
+def test_it_comes_up_without_a_terminal_on_127_0_0_1_and_sigterm_stops_the_server(
+    project: Path,
+) -> None:
+    make_run(project, n_tasks=3)
+    port = free_port()
+    process, opened = start(project, port)
+    try:
+        assert listening_addresses(port) == {"0100007F"}  # 127.0.0.1 only, no wildcard
+        for _ in range(100):
+            if opened.exists():
+                break
+            time.sleep(0.1)
+        assert opened.read_text().split() == [f"http://127.0.0.1:{port}/"]
+    finally:
+        code, servers = stopped_cleanly(process, signal.SIGTERM)
+    assert code == 0
+    assert not any(alive(pid) for pid in servers), "the Streamlit server outlived SIGTERM"
+    assert not listening_addresses(port)
+
+
+def test_ctrl_c_stops_the_server_and_address_is_honoured(project: Path) -> None:
+    make_run(project, n_tasks=3)
+    port = free_port()
+    process, opened = start(project, port, "--no-browser", "--address", "0.0.0.0")
+    try:
+        assert listening_addresses(port) == {"00000000"}
+        assert not opened.exists()
+    finally:
+        code, servers = stopped_cleanly(process, signal.SIGINT)
+    assert code == 130
+    assert not any(alive(pid) for pid in servers), "the Streamlit server outlived Ctrl-C"
