@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from konkord.cli import cli
 from konkord.errors import KonkordError
 from konkord.stages import simulate as sim
+from konkord.stages import simulate_sweep
 
 PUBLISHED_WIN_RATES = [0.80, 0.70, 0.61, 0.51, 0.42, 0.32, 0.22, 0.13, 0.03]
 
@@ -67,9 +68,9 @@ def test_wilson_interval_matches_the_design_example() -> None:
 
 def test_tasks_needed_interpolates_on_log_tasks() -> None:
     grid = (10, 40)
-    assert sim.tasks_needed(grid, np.array([0.6, 1.0])) == 20
-    assert sim.tasks_needed(grid, np.array([0.9, 1.0])) == 10
-    assert sim.tasks_needed(grid, np.array([0.1, 0.5])) is None
+    assert simulate_sweep.tasks_needed(grid, np.array([0.6, 1.0])) == 20
+    assert simulate_sweep.tasks_needed(grid, np.array([0.9, 1.0])) == 10
+    assert simulate_sweep.tasks_needed(grid, np.array([0.1, 0.5])) is None
 
 
 def test_published_like_field_separates_only_at_the_extremes() -> None:

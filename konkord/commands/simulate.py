@@ -107,6 +107,7 @@ def simulate(
     """
     from konkord.errors import KonkordError
     from konkord.stages import simulate as sim
+    from konkord.stages import simulate_summary, simulate_sweep
 
     if judge_accuracy is not None and flip_rate is not None:
         raise KonkordError("give --judge-accuracy or --flip-rate, not both")
@@ -148,14 +149,14 @@ def simulate(
     grid = tuple(sorted({*sim.DEFAULT_GRID, n_tasks}))
     if sweep_runs > 0:
         click.echo(f"sweeping {len(grid)} study sizes ({sweep_runs} runs each) ...", err=True)
-        sweep = sim.sweep(plan, grid, names, sweep_runs)
+        sweep = simulate_sweep.sweep(plan, grid, names, sweep_runs)
     priced = None
     if gap is not None:
-        needed = sim.tasks_for_gap(plan, sim.gap_to_logits(gap), grid, max(sweep_runs, 20))
+        needed = simulate_sweep.tasks_for_gap(plan, sim.gap_to_logits(gap), grid, max(sweep_runs, 20))
         priced = (gap, needed)
-    click.echo("\n".join(sim.summary_lines(outlook, names, sweep, priced)))
+    click.echo("\n".join(simulate_summary.summary_lines(outlook, names, sweep, priced)))
     if sweep is not None:
         title = f"{plan.n_models} models, judge flip rate {judge.flip_rate:.0%}"
         plot.parent.mkdir(parents=True, exist_ok=True)
-        plot.write_text(sim.sweep_svg(sweep, title))
+        plot.write_text(simulate_sweep.sweep_svg(sweep, title))
         click.echo(f"\nplot: {plot}")
