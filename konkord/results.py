@@ -224,6 +224,47 @@ class Calibration(Strict):
     )
 
 
+class AnchoredRating(Strict):
+    """One model in a human-anchored (or labels-only) ranking."""
+
+    model: str
+    win_rate_vs_field: Interval
+    log_strength: Interval
+    rank_best: int = Field(description="1 + the number of models significantly above it.")
+    rank_worst: int = Field(description="N - the number of models significantly below it.")
+
+
+class AnchoredRanking(Strict):
+    """People's ranking estimated from the judge's verdicts on every pair and people's labels
+    on a random sample (prediction-powered Bradley-Terry), beside the labels-only ranking."""
+
+    status: Literal["anchored", "too_few_labels"]
+    labels: int = Field(description="Labelled comparisons the estimate rests on.")
+    min_labels: int
+    judged: int = 0
+    design: Literal["recorded", "label_plan", "assumed_random"] = Field(
+        default="assumed_random",
+        description="Where the inclusion probabilities come from: recorded with the labels, "
+        "recomputed from the label plan's seeded queue, or assumed equal (a simple random sample).",
+    )
+    selected_not_labelled: int = Field(
+        default=0, description="Comparisons the queue reached that nobody labelled (skipped)."
+    )
+    lam: float | None = Field(default=None, description="Power tuning: 0 = labels only, 1 = full PPI.")
+    effective_labels: float | None = Field(
+        default=None, description="Labels a labels-only ranking would need for the same precision."
+    )
+    clipped_pair_scores: int = 0
+    ratings: list[AnchoredRating] = []
+    labels_only: list[AnchoredRating] = []
+    claims: list[str] = []
+    disagreements: list[str] = Field(
+        default=[], description="Where the judge-only and the anchored rankings disagree."
+    )
+    summary: str = ""
+    method: str = ""
+
+
 class JudgeBlock(Strict):
     """Everything about the ranking one judge produced; several judges give several blocks."""
 
@@ -240,6 +281,7 @@ class JudgeBlock(Strict):
     diagnostics: Diagnostics
     bootstrap: BootstrapInfo
     calibration: Calibration = Calibration(status="uncalibrated")
+    anchored: AnchoredRanking | None = None
 
 
 class CostLine(Strict):

@@ -59,6 +59,7 @@ def simulate_labels(spec: RunSpec, labeller_name: str, accuracy: float, n: int, 
     Comparisons come from the run's current answers in the order a person would be shown them
     (the label queue with this seed); those this labeller already labelled are not redone.
     """
+    from konkord.label.design import inclusion_probabilities
     from konkord.label.labels import current_labels, record_label
     from konkord.label.sample import label_queue, pool_for_run
     from konkord.stages.run import current_answers
@@ -69,6 +70,7 @@ def simulate_labels(spec: RunSpec, labeller_name: str, accuracy: float, n: int, 
     pool = pool_for_run(spec, log)
     queue = label_queue(pool, current_labels(log), labeller_name, seed, n, overlap=0.0)
     answers = current_answers(log, spec.suite, spec.settings)
+    inclusion = inclusion_probabilities(pool, n)
     written = 0
     for item in queue.items:
         comparison = item.comparison
@@ -80,7 +82,10 @@ def simulate_labels(spec: RunSpec, labeller_name: str, accuracy: float, n: int, 
         )
         rng = _rng("sim-label", seed, labeller_name, *comparison.label_key(labeller_name))
         winner = noisy_label(truth, comparison.model_a, comparison.model_b, accuracy, rng)
-        record_label(log, comparison, winner, labeller_name, item.shown_first, source="simulated")
+        record_label(
+            log, comparison, winner, labeller_name, item.shown_first, source="simulated",
+            inclusion_probability=inclusion[comparison], sample_seed=seed,
+        )
         written += 1
     return written
 

@@ -193,8 +193,12 @@ def on_choice(session: Session, item: QueueItem, choice: Choice) -> None:
     """Save the label at once; a repeated key press on an item already labelled is ignored."""
     labeller = session.config.labeller
     if item.comparison.label_key(labeller) not in current_labels(session.log):
+        from konkord.label.design import inclusion_probabilities
+
+        inclusion = inclusion_probabilities(session.pool, session.n).get(item.comparison)
         record_label(session.log, item.comparison, item.winner_for(choice), labeller,
-                     item.shown_first)
+                     item.shown_first, inclusion_probability=inclusion or None,
+                     sample_seed=session.seed)
     state().pinned = None
 
 

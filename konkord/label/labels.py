@@ -27,10 +27,15 @@ def record_label(
     labeller: str,
     shown_first: str,
     source: str = "human",
+    inclusion_probability: float | None = None,
+    sample_seed: int | None = None,
 ) -> Record:
     """Append one label durably (fsynced before returning) and return the record written.
 
-    `winner` is in model terms: item.model_a, item.model_b or "tie".
+    `winner` is in model terms: item.model_a, item.model_b or "tie". `inclusion_probability`
+    is the chance the labelling queue (seed `sample_seed`) drew this comparison for the
+    planned number of labels (`konkord.label.design`); a human-anchored ranking weights the
+    label by its inverse.
     """
     if winner not in (item.model_a, item.model_b, "tie"):
         raise ValueError(
@@ -52,6 +57,12 @@ def record_label(
         "source": source,
         "created_at": now_iso(),
     }
+    if inclusion_probability is not None:
+        if not 0.0 < inclusion_probability <= 1.0:
+            raise ValueError(f"inclusion_probability {inclusion_probability} is outside (0, 1]")
+        record["inclusion_probability"] = round(float(inclusion_probability), 12)
+    if sample_seed is not None:
+        record["sample_seed"] = int(sample_seed)
     log.append("labels", record)
     return record
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from konkord.results import Calibration, JudgeBlock, Results
+from konkord.site.anchored_svg import anchored_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
 from konkord.site.markdown import render_markdown
 from konkord.site.svg import ForestRow, forest_plot, heatmap
@@ -75,7 +76,11 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         f"P(row model above column model), judge {block.judge}",
     )
     judge_cost = [line for line in results.cost if line.role == "judge" and line.who == block.judge]
+    anchored = block.anchored
     return {
+        "anchored_plot": anchored_plot(
+            block.ratings, anchored.ratings, f"Judge alone and anchored to people, {block.judge}"
+        ) if anchored is not None and anchored.status == "anchored" else None,
         "rows": rows,
         "forest": forest,
         "heatmap": grid,

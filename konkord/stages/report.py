@@ -91,6 +91,27 @@ def _calibration(
     return calibration_block(spec, log, judge, combined, answers, labels)
 
 
+def _anchored(
+    spec: RunSpec,
+    block: R.JudgeBlock,
+    combined: list[CombinedVerdict],
+    answers: dict[tuple[str, str], Record],
+    labels: list[Record],
+    options: ReportOptions,
+) -> R.AnchoredRanking | None:
+    """People's ranking from this judge's verdicts and the labels (None without labels)."""
+    if not labels:
+        return None
+    from konkord.label.sample import comparison_pool
+    from konkord.stages.report_anchored import anchored_block
+
+    pool = comparison_pool(answers, [t.id for t in spec.suite.tasks], spec.models)
+    done = [c for c in combined if c.complete]
+    return anchored_block(
+        spec, block.ratings, done, labels, pool, options.resamples, options.seed
+    )
+
+
 EVIDENCE_STREAMS = ("answers", "verdicts", "prompts", "labels", "checks")
 
 
@@ -140,6 +161,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = _calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
+        block.anchored = _anchored(spec, block, combined, answers, labels, options)
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records))
     suite = spec.suite
