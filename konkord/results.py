@@ -34,13 +34,20 @@ class Interval(Strict):
 
 
 class Proportion(Strict):
-    """k of n with a Wilson 95% interval; rate is None when n == 0 (undefined, never 0%)."""
+    """k of n with a Wilson 95% interval; rate is None when n == 0 (undefined, never 0%).
+
+    Where `clusters` is set, low/high are task-clustered (Wilson on the effective sample size)
+    and plain_low/plain_high the plain Wilson interval that treats comparisons as independent.
+    """
 
     k: int
     n: int
     rate: float | None
     low: float | None = None
     high: float | None = None
+    plain_low: float | None = None
+    plain_high: float | None = None
+    clusters: int | None = None
 
 
 class ModelRating(Strict):

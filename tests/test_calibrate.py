@@ -73,8 +73,9 @@ def test_an_always_right_judge_agrees_fully_with_an_always_right_labeller(projec
     assert cal.agreement_consistent.rate == 1.0
     assert cal.agreement_flipped.n == 0 and cal.agreement_flipped.rate is None
     assert cal.flip_rate.rate == 0.0
-    # every label says "model a": chance agreement is 1, so kappa is undefined, not 1 or 0
-    assert cal.kappa.value is None
+    # every label says "model a", but which model is "a" is an accident of naming: counted in
+    # both orientations, the raters agree on every winner where chance agreement is 1/2
+    assert cal.kappa.value == 1.0
     assert cal.confusion.matrix == [[12, 0, 0], [0, 0, 0], [0, 0, 0]]
     assert cal.disagreements == []
 
@@ -136,7 +137,11 @@ def test_figures_worked_out_by_hand(project: Path) -> None:
     assert cal.confusion.matrix == [[4, 1, 1], [1, 0, 0], [1, 0, 0]]
     human = [2, 0, 0, 0, 0, 0, 0, 1]
     judge = [0, 0, 0, 2, 0, 1, 0, 0]
-    assert cal.kappa.value == pytest.approx(cohen_kappa_score(human, judge, labels=[0, 1, 2]))
+    # kappa counts every comparison in both orientations (model a and b swapped)
+    swap = {0: 1, 1: 0, 2: 2}
+    both_h = human + [swap[c] for c in human]
+    both_j = judge + [swap[c] for c in judge]
+    assert cal.kappa.value == pytest.approx(cohen_kappa_score(both_h, both_j, labels=[0, 1, 2]))
     assert cal.kappa.low <= cal.kappa.value <= cal.kappa.high
     assert [(r.key, r.proportion.k, r.proportion.n) for r in cal.by_task] == [
         ("t00", 3, 5),

@@ -20,6 +20,7 @@ from konkord.site.formatting import (
     fmt_money,
     fmt_pct,
     fmt_proportion,
+    fmt_proportion_plain,
     fmt_seconds,
     winner_text,
 )
@@ -89,6 +90,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         pct=fmt_pct,
         interval=fmt_interval,
         proportion=fmt_proportion,
+        proportion_plain=fmt_proportion_plain,
         kappa=fmt_kappa,
         money=fmt_money,
         seconds=fmt_seconds,

@@ -43,6 +43,15 @@ def fmt_proportion(value: Proportion | None) -> str:
     return f"{fmt_pct(value.rate)}{span}, {value.k} of {value.n}"
 
 
+def fmt_proportion_plain(value: Proportion | None) -> str:
+    """A proportion with its task-clustered interval and, beside it, the plain Wilson one
+    (for tables that reproduce a published table, which used plain Wilson)."""
+    text = fmt_proportion(value)
+    if value is None or value.plain_low is None or value.plain_high is None:
+        return text
+    return f"{text}; plain Wilson {fmt_pct(value.plain_low)} to {fmt_pct(value.plain_high)}"
+
+
 def fmt_kappa(value: Kappa | None) -> str:
     if value is None or value.value is None:
         return "undefined"

@@ -117,20 +117,35 @@ def _proportion(k: int, n: int) -> R.Proportion:
 
 
 def _from_agreement(agreement: Agreement) -> R.Proportion:
-    return _proportion(agreement.k, agreement.n)
+    """The results-file form; task-clustered bounds with the plain Wilson ones beside them."""
+    if agreement.n == 0:
+        return R.Proportion(k=0, n=0, rate=None)
+    if not agreement.clusters:
+        return _proportion(agreement.k, agreement.n)
+    return R.Proportion(
+        k=agreement.k,
+        n=agreement.n,
+        rate=agreement.rate,
+        low=_finite(agreement.low),
+        high=_finite(agreement.high),
+        plain_low=_finite(agreement.plain_low),
+        plain_high=_finite(agreement.plain_high),
+        clusters=agreement.clusters,
+    )
 
 
 def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _kappa(x: list[int], y: list[int], clusters: list[str]) -> R.Kappa:
+def _kappa(x: list[int], y: list[int], clusters: list[str], exchangeable: bool = False) -> R.Kappa:
     estimate = kappa_bootstrap(
         np.array(x, dtype=np.int_),
         np.array(y, dtype=np.int_),
         clusters=np.array(clusters, dtype=object) if clusters else None,
         n_resamples=KAPPA_RESAMPLES,
         seed=KAPPA_SEED,
+        exchangeable=exchangeable,
     )
     return R.Kappa(
         value=_finite(estimate.value), low=_finite(estimate.low), high=_finite(estimate.high)
@@ -173,37 +188,37 @@ def _human_human(labels: list[_Label]) -> R.HumanHuman | None:
     if not first:
         return None
     return R.HumanHuman(
-        agreement=_from_agreement(exact_agreement(first, second)),
-        agreement_no_ties=_from_agreement(agreement_without_ties(first, second)),
-        kappa=_kappa(first, second, tasks),
+        agreement=_from_agreement(exact_agreement(first, second, tasks)),
+        agreement_no_ties=_from_agreement(agreement_without_ties(first, second, tasks)),
+        kappa=_kappa(first, second, tasks, exchangeable=True),
         shared_items=shared,
     )
 
 
-def _keyed(
-    groups: dict[str, tuple[list[int], list[int]]], labels: dict[str, str] | None = None
-) -> list[R.KeyedRate]:
+Group = tuple[list[int], list[int], list[str]]
+"""Human codes, judge codes and the task of each comparison in one group."""
+
+
+def _keyed(groups: dict[str, Group], labels: dict[str, str] | None = None) -> list[R.KeyedRate]:
     rows = []
-    for key, (x, y) in groups.items():
-        agree = sum(1 for a, b in zip(x, y, strict=True) if a == b)
+    for key, (x, y, tasks) in groups.items():
         rows.append(
             R.KeyedRate(
                 key=key,
                 label=None if labels is None else labels.get(key),
-                proportion=_proportion(agree, len(x)),
+                proportion=_from_agreement(exact_agreement(x, y, tasks)),
             )
         )
     return rows
 
 
-def _group(
-    comparisons: list[_Comparison], key: Callable[[_Comparison], str]
-) -> dict[str, tuple[list[int], list[int]]]:
-    groups: dict[str, tuple[list[int], list[int]]] = {}
+def _group(comparisons: list[_Comparison], key: Callable[[_Comparison], str]) -> dict[str, Group]:
+    groups: dict[str, Group] = {}
     for c in comparisons:
-        human, judge = groups.setdefault(key(c), ([], []))
+        human, judge, tasks = groups.setdefault(key(c), ([], [], []))
         human.append(c.human)
         judge.append(c.judge)
+        tasks.append(c.task_id)
     return groups
 
 
@@ -212,17 +227,18 @@ def _length_quartiles(comparisons: list[_Comparison]) -> list[R.KeyedRate]:
     if not measured:
         return []
     split = length_quartiles([length for _, length in measured])
-    groups: dict[str, tuple[list[int], list[int]]] = {}
+    groups: dict[str, Group] = {}
     labels: dict[str, str] = {}
     for q, span in enumerate(split.ranges):
         if span is None:
             continue
         key = f"Q{q + 1}"
         labels[key] = f"mean answer length {span[0]}-{span[1]} characters"
-        groups[key] = ([], [])
+        groups[key] = ([], [], [])
     for (c, _), q in zip(measured, split.quartile.tolist(), strict=True):
         groups[f"Q{q + 1}"][0].append(c.human)
         groups[f"Q{q + 1}"][1].append(c.judge)
+        groups[f"Q{q + 1}"][2].append(c.task_id)
     return _keyed(groups, labels)
 
 
@@ -235,12 +251,13 @@ def _by_turn(comparisons: list[_Comparison], labels: list[_Label]) -> list[R.Gro
         inside = [c for c in comparisons if task_turn(c.task_id) == turn]
         human = [c.human for c in inside]
         judge = [c.judge for c in inside]
+        tasks = [c.task_id for c in inside]
         out.append(
             R.GroupCalibration(
                 key=f"turn {turn}",
                 label=f"tasks whose id ends in -t{turn}",
-                agreement=_from_agreement(exact_agreement(human, judge)),
-                agreement_no_ties=_from_agreement(agreement_without_ties(human, judge)),
+                agreement=_from_agreement(exact_agreement(human, judge, tasks)),
+                agreement_no_ties=_from_agreement(agreement_without_ties(human, judge, tasks)),
                 human_human=_human_human([x for x in labels if task_turn(x.task_id) == turn]),
             )
         )
@@ -324,13 +341,18 @@ def calibration_block(
         )
     human = [c.human for c in comparisons]
     judged = [c.judge for c in comparisons]
+    tasks = [c.task_id for c in comparisons]
     consistent = [c for c in comparisons if not c.verdict.flipped]
     flipped = [c for c in comparisons if c.verdict.flipped]
     items = {(c.task_id, c.model_a, c.model_b): c.verdict.flipped for c in comparisons}
     task_order = {t.id: k for k, t in enumerate(spec.suite.tasks)}
 
     def agree(group: list[_Comparison]) -> R.Proportion:
-        return _proportion(sum(c.human == c.judge for c in group), len(group))
+        return _from_agreement(
+            exact_agreement(
+                [c.human for c in group], [c.judge for c in group], [c.task_id for c in group]
+            )
+        )
 
     by_task = _keyed(
         dict(
@@ -351,13 +373,13 @@ def calibration_block(
         labels=len(standing),
         labellers=persons,
         unmatched_labels=unmatched,
-        agreement=_from_agreement(exact_agreement(human, judged)),
-        kappa=_kappa(human, judged, [c.task_id for c in comparisons]),
+        agreement=_from_agreement(exact_agreement(human, judged, tasks)),
+        kappa=_kappa(human, judged, tasks),
         confusion=R.Confusion(
             categories=list(CATEGORIES),
             matrix=confusion_matrix(human, judged).tolist(),
         ),
-        agreement_no_ties=_from_agreement(agreement_without_ties(human, judged)),
+        agreement_no_ties=_from_agreement(agreement_without_ties(human, judged, tasks)),
         agreement_consistent=agree(consistent),
         agreement_flipped=agree(flipped),
         flip_rate=_proportion(sum(items.values()), len(items)),

@@ -11,6 +11,17 @@ def _percent(p: R.Proportion | None, digits: int = 1) -> str:
     text = f"{100 * p.rate:.{digits}f}% ({p.k} of {p.n}"
     if p.low is not None and p.high is not None:
         text += f", 95% CI {100 * p.low:.{digits}f}% to {100 * p.high:.{digits}f}%"
+    plain = (p.plain_low, p.plain_high)
+    if (
+        p.clusters
+        and p.plain_low is not None
+        and p.plain_high is not None
+        and plain != (p.low, p.high)
+    ):
+        text += (
+            f" by {p.clusters} tasks; plain Wilson {100 * p.plain_low:.{digits}f}%"
+            f" to {100 * p.plain_high:.{digits}f}%"
+        )
     return text + ")"
 
 

@@ -8,6 +8,17 @@ in model terms, never positions. A comparison is one (vote, vote) pair on the sa
 labelled by three people gives three judge-vs-person comparisons. Undefined figures (no
 comparisons, a kappa whose chance agreement is 1) are NaN here and None in the results file,
 never 0% or 100%.
+
+Which model of a pair is "model a" is an accident of naming, so kappa is computed on the
+confusion matrix that counts every comparison in both orientations (a/b and b/a swapped):
+the chance agreement then no longer depends on which model happens to win most often under
+the name "a". With two exchangeable raters (two people) the matrix also counts both rater
+orders, so kappa does not depend on labeller ids. Agreement rates are unaffected by either.
+
+Intervals of agreement rates are Wilson intervals on an effective sample size: the comparisons
+of one task are not independent, so n is divided by the design effect measured from the
+task-clustered (CR1 sandwich) variance, never below 1. The plain Wilson interval is kept beside
+it, for published tables that use it.
 """
 
 from __future__ import annotations
@@ -25,17 +36,27 @@ TIE = 2
 
 Codes = npt.NDArray[np.int_]
 """Shape (C,): one category code per comparison."""
+FloatMatrix = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """k agreeing of n comparisons with a Wilson 95% interval; NaN rate and bounds when n == 0."""
+    """k agreeing of n comparisons with a Wilson 95% interval; NaN rate and bounds when n == 0.
+
+    With clusters, `low`/`high` are the task-clustered interval, `plain_low`/`plain_high` the
+    plain Wilson one that treats every comparison as independent, and `clusters` the number of
+    tasks; without, the plain fields are NaN and `clusters` 0.
+    """
 
     k: int
     n: int
     rate: float
     low: float
     high: float
+    plain_low: float = float("nan")
+    plain_high: float = float("nan")
+    clusters: int = 0
+    design_effect: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -82,18 +103,55 @@ def proportion(k: int, n: int) -> Agreement:
     return Agreement(int(k), int(n), k / n, low, high)
 
 
-def exact_agreement(x: npt.ArrayLike, y: npt.ArrayLike) -> Agreement:
-    """Share of comparisons where both raters chose the same category (ties included)."""
+def clustered_proportion(hits: npt.ArrayLike, clusters: npt.ArrayLike) -> Agreement:
+    """Share of true `hits` with a Wilson interval on the task-clustered effective sample size.
+
+    Design effect = CR1 cluster-robust variance of the share / binomial variance, floored at 1,
+    so the interval is never narrower than plain Wilson. With fewer than 2 clusters the
+    clustering cannot be measured and the design effect is 1.
+    """
+    hit = np.asarray(hits, dtype=bool)
+    ids = np.asarray(clusters)
+    if ids.shape != hit.shape:
+        raise ValueError("clusters must give one id per comparison")
+    k, n = int(hit.sum()), int(hit.size)
+    plain = proportion(k, n)
+    if n == 0:
+        return plain
+    _, cluster = np.unique(ids, return_inverse=True)
+    g = int(cluster.max()) + 1
+    p = k / n
+    deff = 1.0
+    if g >= 2 and 0.0 < p < 1.0:
+        k_g = np.bincount(cluster, weights=hit.astype(np.float64), minlength=g)
+        n_g = np.bincount(cluster, minlength=g).astype(np.float64)
+        robust = g / (g - 1.0) * float(((k_g - p * n_g) ** 2).sum()) / (n * n)
+        deff = max(1.0, robust / (p * (1.0 - p) / n))
+    n_eff = n / deff
+    low, high = wilson_interval(p * n_eff, n_eff)
+    return Agreement(k, n, p, low, high, plain.low, plain.high, g, deff)
+
+
+def exact_agreement(
+    x: npt.ArrayLike, y: npt.ArrayLike, clusters: npt.ArrayLike | None = None
+) -> Agreement:
+    """Share of comparisons where both raters chose the same category (ties included);
+    with `clusters` (the task of each comparison) the interval is task-clustered."""
     a, b = _pair(x, y)
+    if clusters is not None:
+        return clustered_proportion(a == b, clusters)
     return proportion(int((a == b).sum()), int(a.size))
 
 
-def agreement_without_ties(x: npt.ArrayLike, y: npt.ArrayLike) -> Agreement:
+def agreement_without_ties(
+    x: npt.ArrayLike, y: npt.ArrayLike, clusters: npt.ArrayLike | None = None
+) -> Agreement:
     """Agreement on the comparisons where neither rater said tie, the way published tables
     (e.g. MT-Bench's "without ties") count it: a comparison with a tie on either side is dropped."""
     a, b = _pair(x, y)
     keep = (a != TIE) & (b != TIE)
-    return exact_agreement(a[keep], b[keep])
+    ids = None if clusters is None else np.asarray(clusters)[keep]
+    return exact_agreement(a[keep], b[keep], ids)
 
 
 def confusion_matrix(x: npt.ArrayLike, y: npt.ArrayLike) -> npt.NDArray[np.int_]:
@@ -119,8 +177,31 @@ def kappa_from_confusion(confusion: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def cohens_kappa(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
-    """Cohen's kappa of two raters over the three categories (NaN where undefined)."""
+    """Cohen's kappa of two raters over the three categories as coded (NaN where undefined).
+
+    This depends on which model is "a"; the published figure is `oriented_kappa`."""
     return float(kappa_from_confusion(confusion_matrix(x, y)))
+
+
+SWAP = np.array([1, 0, 2])
+"""Category codes with model a and model b exchanged (a tie stays a tie)."""
+
+
+def both_orientations(confusion: npt.ArrayLike, exchangeable: bool = False) -> FloatMatrix:
+    """A confusion matrix (..., 3, 3) counted in both pair orientations (a/b swapped), and with
+    `exchangeable` raters in both rater orders too (the matrix plus its transpose)."""
+    conf = np.asarray(confusion, dtype=np.float64)
+    out = conf + conf[..., SWAP, :][..., :, SWAP]
+    if exchangeable:
+        out = out + np.swapaxes(out, -1, -2)
+    result: FloatMatrix = out
+    return result
+
+
+def oriented_kappa(x: npt.ArrayLike, y: npt.ArrayLike, exchangeable: bool = False) -> float:
+    """Kappa counting every comparison in both orientations: invariant to how the models are
+    named and which one of a pair is listed first; with `exchangeable`, to the raters' order."""
+    return float(kappa_from_confusion(both_orientations(confusion_matrix(x, y), exchangeable)))
 
 
 def kappa_bootstrap(
@@ -129,8 +210,11 @@ def kappa_bootstrap(
     clusters: npt.ArrayLike | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    oriented: bool = True,
+    exchangeable: bool = False,
 ) -> KappaEstimate:
-    """Cohen's kappa with a seeded percentile-bootstrap 95% interval.
+    """Kappa (`oriented_kappa`, or plain Cohen's with `oriented=False`) with a seeded
+    percentile-bootstrap 95% interval.
 
     With `clusters` (one integer id per comparison, e.g. the task), whole clusters are resampled,
     because comparisons on the same task are not independent; without, single comparisons are.
@@ -139,7 +223,11 @@ def kappa_bootstrap(
     interval is NaN rather than a figure drawn from the lucky few.
     """
     a, b = _pair(x, y)
-    value = cohens_kappa(a, b)
+
+    def counted(conf: npt.ArrayLike) -> npt.ArrayLike:
+        return both_orientations(conf, exchangeable) if oriented else conf
+
+    value = float(kappa_from_confusion(counted(confusion_matrix(a, b))))
     nan = float("nan")
     if a.size == 0:
         return KappaEstimate(nan, nan, nan, n_resamples, 0)
@@ -155,7 +243,7 @@ def kappa_bootstrap(
     draws = rng.integers(0, n_clusters, size=(n_resamples, n_clusters))
     weights = np.zeros((n_resamples, n_clusters))
     np.add.at(weights, (np.repeat(np.arange(n_resamples), n_clusters), draws.ravel()), 1.0)
-    kappas = kappa_from_confusion((weights @ per_cluster).reshape(n_resamples, k, k))
+    kappas = kappa_from_confusion(counted((weights @ per_cluster).reshape(n_resamples, k, k)))
     defined = kappas[np.isfinite(kappas)]
     if defined.size * 2 < n_resamples:
         return KappaEstimate(value, nan, nan, n_resamples, int(defined.size))

@@ -155,7 +155,7 @@ class PositionSplit:
     wilson_high: float
 
 
-def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+def wilson_interval(successes: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of a proportion; (nan, nan) when n is 0."""
     if n == 0:
         return float("nan"), float("nan")
