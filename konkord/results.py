@@ -241,6 +241,27 @@ class AnchoredRating(Strict):
     rank_worst: int = Field(description="N - the number of models significantly below it.")
 
 
+class HoldoutRow(Strict):
+    """One model: the win rate from all labels against the intervals that should hold it."""
+
+    model: str
+    all_labels: Interval
+    anchored_half: Interval
+    judge_only: Interval
+    anchored_covers: bool
+    judge_covers: bool
+
+
+class AnchoredHoldout(Strict):
+    """For public label sets: the anchored ranking from half the labels against all of them."""
+
+    labels_used: int
+    labels_all: int
+    seed: int
+    rows: list[HoldoutRow]
+    summary: str
+
+
 class AnchoredRanking(Strict):
     """People's ranking estimated from the judge's verdicts on every pair and people's labels
     on a random sample (prediction-powered Bradley-Terry), beside the labels-only ranking."""
@@ -270,6 +291,7 @@ class AnchoredRanking(Strict):
     )
     summary: str = ""
     method: str = ""
+    holdout: AnchoredHoldout | None = None
 
 
 class JudgeBlock(Strict):

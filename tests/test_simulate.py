@@ -158,3 +158,36 @@ def test_command_refuses_accuracy_and_flip_rate_together(project: Path) -> None:
     )
     assert result.exit_code == 2
     assert "give --judge-accuracy or --flip-rate, not both" in result.output
+
+
+def test_simulate_with_a_biased_judge_prints_coverage_of_three_intervals() -> None:
+    """`--judge-bias`: the judge-only interval misses people's ranking; anchored holds it."""
+    from click.testing import CliRunner
+
+    from konkord.cli import cli
+
+    result = CliRunner().invoke(
+        cli,
+        ["simulate", "--tasks", "60", "--label-budget", "150", "--judge-bias", "1.5",
+         "--favour", "5", "--runs", "25", "--resamples", "150"],
+    )
+    assert result.exit_code == 0, result.output
+    rows = {
+        line.split("  ")[0].strip(): float(line.split("%")[0].split()[-1])
+        for line in result.output.splitlines()
+        if line.startswith(("judge only", "labels only", "anchored"))
+    }
+    assert set(rows) == {"judge only", "labels only", "anchored"}
+    assert rows["judge only"] < 60.0
+    assert rows["anchored"] > 85.0
+    assert "favours m5 by 1.5 logits" in result.output
+
+
+def test_simulate_judge_bias_needs_a_label_budget() -> None:
+    from click.testing import CliRunner
+
+    from konkord.cli import cli
+
+    result = CliRunner().invoke(cli, ["simulate", "--judge-bias", "1"])
+    assert result.exit_code != 0
+    assert "--judge-bias needs --label-budget" in result.output

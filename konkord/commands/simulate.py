@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from konkord.stages.simulate import Plan
 
 
 def _rates(value: str | None) -> list[float] | None:
@@ -55,6 +59,17 @@ def _rates(value: str | None) -> list[float] | None:
 @click.option(
     "--labeller-accuracy", default=0.8, show_default=True, help="P(a person labels right)."
 )
+@click.option(
+    "--judge-bias",
+    type=float,
+    help="A judge that favours one model by this many logits (with --label-budget): prints "
+    "how often judge-only, labels-only and human-anchored intervals cover people's ranking.",
+)
+@click.option(
+    "--favour",
+    type=int,
+    help="Which model the biased judge favours, 1 = strongest [middle of the field].",
+)
 @click.option("--gap", type=float, help="Also price this gap (0.10 = ten points of win rate).")
 @click.option("--runs", default=200, show_default=True, help="Simulated runs.")
 @click.option("--resamples", default=500, show_default=True, help="Bootstrap resamples per run.")
@@ -84,6 +99,8 @@ def simulate(
     tie_rate: float,
     label_budget: int,
     labeller_accuracy: float,
+    judge_bias: float | None,
+    favour: int | None,
     gap: float | None,
     runs: int,
     resamples: int,
@@ -143,6 +160,9 @@ def simulate(
         seed=seed,
     )
     names = [f"m{k + 1}" for k in range(plan.n_models)]
+    if judge_bias is not None:
+        _biased_judge(plan, judge_bias, favour, names)
+        return
     click.echo(f"simulating {runs} runs ...", err=True)
     outlook = sim.run_plan(plan)
     sweep = None
@@ -160,3 +180,27 @@ def simulate(
         plot.parent.mkdir(parents=True, exist_ok=True)
         plot.write_text(simulate_sweep.sweep_svg(sweep, title))
         click.echo(f"\nplot: {plot}")
+
+
+def _biased_judge(plan: Plan, bias: float, favour: int | None, names: list[str]) -> None:
+    """The biased-judge study: coverage of people's ranking by three kinds of interval."""
+    from konkord.errors import KonkordError
+    from konkord.stages.simulate_summary import anchored_lines
+    from konkord.stats.anchored_sim import coverage_study
+
+    if plan.label_budget < 1:
+        raise KonkordError("--judge-bias needs --label-budget N (the comparisons people label)")
+    pairs = plan.n_tasks * plan.n_models * (plan.n_models - 1) // 2
+    if plan.label_budget > pairs:
+        raise KonkordError(f"--label-budget {plan.label_budget} exceeds the {pairs} comparisons")
+    favoured = (plan.n_models + 1) // 2 if favour is None else favour
+    if not 1 <= favoured <= plan.n_models:
+        raise KonkordError(f"--favour {favoured} must be between 1 and {plan.n_models}")
+    click.echo(f"simulating {plan.runs} runs with a biased judge ...", err=True)
+    study = coverage_study(
+        plan.runs, plan.n_models, plan.n_tasks, plan.label_budget, bias,
+        judge_accuracy=plan.judge.accuracy, labeller_accuracy=plan.labeller_accuracy,
+        task_effect_sd=plan.task_effect, resamples=plan.resamples, seed=plan.seed,
+        strength=plan.strength, favoured=favoured - 1,
+    )
+    click.echo("\n".join(anchored_lines(plan, study, bias, names[favoured - 1])))

@@ -108,7 +108,7 @@ def _anchored(
     pool = comparison_pool(answers, [t.id for t in spec.suite.tasks], spec.models)
     done = [c for c in combined if c.complete]
     return anchored_block(
-        spec, block.ratings, done, labels, pool, options.resamples, options.seed
+        spec, block, done, labels, pool, options.resamples, options.seed
     )
 
 

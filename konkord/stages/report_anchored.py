@@ -24,6 +24,7 @@ from konkord import results as R
 from konkord.evidence import Record
 from konkord.runspec import RunSpec
 from konkord.stages.current import interval
+from konkord.stats.ppi import AnchoredData
 from konkord.verdicts import CombinedVerdict
 
 MIN_LABELS = 30
@@ -145,34 +146,89 @@ def _claims(boot: object, models: list[str]) -> list[str]:
     return claims
 
 
-def _disagreements(
-    judge_ratings: list[R.ModelRating], anchored: object, models: list[str]
-) -> list[str]:
-    """Pairs the judge-only ranking orders one way and the anchored ranking the other way."""
+def _disagreements(judge: R.JudgeBlock, anchored: object, models: list[str]) -> list[str]:
+    """Where the judge-only ranking and the anchored one part: pairs put in the other order,
+    and orderings the judge's data supports but the anchored ranking does not."""
     from konkord.stats import pairwise_differences
     from konkord.stats.resample import Bootstrap
 
     assert isinstance(anchored, Bootstrap)
     diffs = pairwise_differences(anchored)
     index = {m: k for k, m in enumerate(models)}
-    judge_order = [r.model for r in judge_ratings if r.model in index]
     out = []
-    for pos, upper in enumerate(judge_order):
-        for lower in judge_order[pos + 1 :]:
-            a, b = index[upper], index[lower]
-            if diffs.estimate[a, b] >= 0:
-                continue
+    for pair in judge.pairwise:
+        if pair.model_i not in index or pair.model_j not in index:
+            continue
+        upper, lower = pair.model_i, pair.model_j  # the judge's order
+        a, b = index[upper], index[lower]
+        if diffs.estimate[a, b] < 0:
             strength = "significantly" if diffs.upper[a, b] < 0 else "though not significantly"
             out.append(
                 f"The judge ranks {upper} above {lower}; anchored to people, {lower} is "
                 f"above {upper} ({strength})."
             )
+        elif pair.separated and not diffs.lower[a, b] > 0:
+            out.append(
+                f"The judge's data separates {upper} above {lower}; anchored to people, "
+                "the difference is not significant."
+            )
     return out
+
+
+def _holdout(
+    judge: R.JudgeBlock,
+    half: object,
+    all_labels: object,
+    models: list[str],
+    used: int,
+    total: int,
+    seed: int,
+) -> R.AnchoredHoldout:
+    """The anchored ranking from half the labels, held against the ranking from all of them."""
+    from konkord.stats.resample import Bootstrap
+
+    assert isinstance(half, Bootstrap) and isinstance(all_labels, Bootstrap)
+    half_iv = half.intervals()["expected_win_rate"]
+    all_iv = all_labels.intervals()["expected_win_rate"]
+    judged = {r.model: r.win_rate_vs_field for r in judge.ratings}
+    rows = []
+    for k, model in enumerate(models):
+        truth = float(all_labels.point.expected_win_rate[k])
+        anchored = interval(
+            float(half.point.expected_win_rate[k]), float(half_iv.lower[k]),
+            float(half_iv.upper[k]),
+        )
+        jv = judged.get(model, R.Interval(estimate=None))
+        rows.append(
+            R.HoldoutRow(
+                model=model,
+                all_labels=interval(truth, float(all_iv.lower[k]), float(all_iv.upper[k])),
+                anchored_half=anchored,
+                judge_only=jv,
+                anchored_covers=bool(
+                    anchored.low is not None and anchored.high is not None
+                    and anchored.low <= truth <= anchored.high
+                ),
+                judge_covers=bool(
+                    jv.low is not None and jv.high is not None and jv.low <= truth <= jv.high
+                ),
+            )
+        )
+    rows.sort(key=lambda r: -(r.all_labels.estimate or 0.0))
+    hits = sum(r.anchored_covers for r in rows)
+    judge_hits = sum(r.judge_covers for r in rows)
+    summary = (
+        f"Held out: from the judge's verdicts and a random half of the labels ({used} of "
+        f"{total}), the anchored interval holds the win rate that all {total} labels give for "
+        f"{hits} of {len(rows)} models; the judge-only interval holds it for {judge_hits}."
+    )
+    return R.AnchoredHoldout(labels_used=used, labels_all=total, seed=seed, rows=rows,
+                             summary=summary)
 
 
 def anchored_block(
     spec: RunSpec,
-    judge_ratings: list[R.ModelRating],
+    judge: R.JudgeBlock,
     done: Sequence[CombinedVerdict],
     labels: Sequence[Record],
     pool: Sequence[object] | None,
@@ -212,30 +268,34 @@ def anchored_block(
         )
     inclusion, design, skipped = _inclusion(spec, labelled, len(judge_score), pool)
     keys = list(judge_score)
-    data = anchored_data(
-        (
-            [task_index[t] for t, _, _ in keys],
-            [model_index[a] for _, a, _ in keys],
-            [model_index[b] for _, _, b in keys],
-            [judge_score[k] for k in keys],
-        ),
-        (
-            [task_index[i.task_id] for i in labelled],
-            [model_index[i.model_a] for i in labelled],
-            [model_index[i.model_b] for i in labelled],
-            [i.score_a for i in labelled],
-        ),
-        [judge_score[(i.task_id, i.model_a, i.model_b)] for i in labelled],
-        inclusion,
-        len(models),
-        len(task_ids),
-    )
+
+    def pack(items: Sequence[_Labelled], probabilities: Sequence[float]) -> AnchoredData:
+        return anchored_data(
+            (
+                [task_index[t] for t, _, _ in keys],
+                [model_index[a] for _, a, _ in keys],
+                [model_index[b] for _, _, b in keys],
+                [judge_score[k] for k in keys],
+            ),
+            (
+                [task_index[i.task_id] for i in items],
+                [model_index[i.model_a] for i in items],
+                [model_index[i.model_b] for i in items],
+                [i.score_a for i in items],
+            ),
+            [judge_score[(i.task_id, i.model_a, i.model_b)] for i in items],
+            probabilities,
+            len(models),
+            len(task_ids),
+        )
+
+    data = pack(labelled, inclusion)
     anchored = anchored_bootstrap(data, n_resamples=resamples, seed=seed)
     labels_only = anchored_bootstrap(data, lam=0.0, n_resamples=resamples, seed=seed)
     var_labels = float(labels_only.bootstrap.expected_win_rate.var(axis=0).sum())
     var_anchored = float(anchored.bootstrap.expected_win_rate.var(axis=0).sum())
     n_eff = effective_labels(len(labelled), var_labels, var_anchored)
-    disagreements = _disagreements(judge_ratings, anchored.bootstrap, models)
+    disagreements = _disagreements(judge, anchored.bootstrap, models)
     worth = ""
     if np.isfinite(n_eff):
         worth = (
@@ -247,7 +307,18 @@ def anchored_block(
         f"{len(judge_score)} compared pairs and {len(labelled)} labelled by people, "
         f"the labels correcting the judge's bias.{worth}"
     )
+    holdout = None
+    if any("import" in item.sources for item in labelled):
+        half = np.random.default_rng([seed, 19]).permutation(len(labelled))[: len(labelled) // 2]
+        items = [labelled[k] for k in sorted(half.tolist())]
+        half_fit = anchored_bootstrap(
+            pack(items, [inclusion[k] / 2 for k in sorted(half.tolist())]),
+            n_resamples=resamples, seed=seed,
+        )
+        holdout = _holdout(judge, half_fit.bootstrap, labels_only.bootstrap, models,
+                           len(items), len(labelled), seed)
     return R.AnchoredRanking(
+        holdout=holdout,
         status="anchored",
         labels=len(labelled),
         min_labels=MIN_LABELS,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import itertools
 import math
 
-from konkord.stages.simulate import Outlook
+from konkord.stages.simulate import Outlook, Plan
 from konkord.stages.simulate_sweep import Sweep
+from konkord.stats.anchored_sim import CoverageStudy
 
 
 def describe_groups(groups: tuple[tuple[int, ...], ...], names: list[str]) -> str:
@@ -74,4 +75,28 @@ def summary_lines(
             f"measured on average; typical 95% interval {lab.typical_low:.1%} to "
             f"{lab.typical_high:.1%} (holds the expected value in {lab.coverage:.0%} of runs)",
         ]
+    return lines
+
+
+def anchored_lines(plan: Plan, study: CoverageStudy, bias: float, favoured: str) -> list[str]:
+    """The table `konkord simulate --judge-bias` prints."""
+    lines = [
+        f"{study.n_fields} simulated runs: {plan.n_models} models x {plan.n_tasks} tasks, "
+        f"{plan.label_budget} comparisons labelled by people, {plan.resamples} resamples each",
+        f"judge: reads a pair right {plan.judge.accuracy:.0%} of the time and favours "
+        f"{favoured} by {bias:g} logits; people label right {plan.labeller_accuracy:.0%}",
+        "",
+        f"{'interval':<13} {'covers people':>14} {'every model':>12} {'mean width':>11}",
+    ]
+    for row in study.rows:
+        lines.append(
+            f"{row.name:<13} {row.coverage:>8.1%} ±{100 * row.coverage_se:>4.1f} "
+            f"{row.all_covered:>12.0%} {100 * row.mean_width:>7.1f} pts"
+        )
+    lines += [
+        "(covers people: share of models whose 95% interval of win rate vs field holds the",
+        " win rate people's labels converge to; every model: runs where all intervals hold it)",
+        f"power tuning lambda {study.mean_lambda:.2f} on average: the {plan.label_budget} labels "
+        f"with the judge are worth about {study.mean_effective_labels:.0f} labels alone",
+    ]
     return lines

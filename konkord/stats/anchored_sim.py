@@ -140,8 +140,13 @@ def coverage_study(
     task_effect_sd: float = 0.5,
     resamples: int = 300,
     seed: int = 0,
+    strength: npt.ArrayLike | None = None,
+    favoured: int = 0,
 ) -> CoverageStudy:
-    """Coverage of people's win rates by the three intervals, over `n_fields` fields."""
+    """Coverage of people's win rates by the three intervals, over `n_fields` fields.
+
+    Strengths are drawn N(0, spread^2) per field unless `strength` fixes them.
+    """
     rng = np.random.default_rng(seed)
     shape = (n_fields, n_models)
     covered = {k: np.zeros(shape, dtype=bool) for k in ("judge", "labels", "anchored")}
@@ -150,9 +155,9 @@ def coverage_study(
     effective = np.zeros(n_fields)
     for f in range(n_fields):
         field = simulate_biased_judge_field(
-            n_models, n_tasks, n_labels, bias,
+            n_models, n_tasks, n_labels, bias, favoured=favoured,
             judge_accuracy=judge_accuracy, labeller_accuracy=labeller_accuracy,
-            seed=rng, spread=spread, task_effect_sd=task_effect_sd,
+            seed=rng, spread=spread, task_effect_sd=task_effect_sd, strength=strength,
         )
         truth = field.target_expected_win_rate
         judge = bootstrap(
