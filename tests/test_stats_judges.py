@@ -1,0 +1,145 @@
+"""Judges compared with each other: consensus match (leave one judge out), consistency per task,
+length preference. References: a tiny run worked by hand, scipy's Kendall tau, Wilson."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from konkord.stats import consistency, fit_bt_wins, wilson_interval
+from konkord.stats.judges import (
+    consensus_match,
+    length_preference,
+    pair_order_agreement,
+    panel_wins,
+    task_consistency,
+)
+
+X, Y, Z = 0, 1, 2
+# (judge, task, i, j, score): 3 judges, 3 models, 2 tasks, one combined verdict per pair.
+TINY = [
+    # judge A: t1 X>Y>Z; t2 Y>X>Z
+    (0, 0, X, Y, 1), (0, 0, X, Z, 1), (0, 0, Y, Z, 1),
+    (0, 1, Y, X, 1), (0, 1, Y, Z, 1), (0, 1, X, Z, 1),
+    # judge B: t1 X beats both, Z beats Y; t2 Y beats X, Y-Z tie, X beats Z
+    (1, 0, X, Y, 1), (1, 0, X, Z, 1), (1, 0, Z, Y, 1),
+    (1, 1, Y, X, 1), (1, 1, Y, Z, 0.5), (1, 1, X, Z, 1),
+    # judge C: t1 Z>Y>X; t2 X>Y>Z
+    (2, 0, Z, X, 1), (2, 0, Z, Y, 1), (2, 0, Y, X, 1),
+    (2, 1, X, Y, 1), (2, 1, X, Z, 1), (2, 1, Y, Z, 1),
+]  # fmt: skip
+
+
+def tiny_wins() -> np.ndarray:
+    g, t, i, j, s = (np.array(col) for col in zip(*TINY, strict=True))
+    return panel_wins(g, t, i, j, s, n_judges=3, n_models=3, n_tasks=2)
+
+
+def test_consensus_match_by_hand_on_a_tiny_run() -> None:
+    # With one verdict per pair (pooled: two), a task is a balanced round robin, so the
+    # Bradley-Terry order is the order of the models' scores on it; equal scores rank level.
+    # A, t1: others (B+C) score X 2, Y 1, Z 3 -> Z>X>Y; A says X>Y>Z: XY agree, XZ and YZ
+    #   disagree -> 1/3.  A, t2: others X 3, Y 2.5, Z 0.5 -> X>Y>Z; A says Y>X>Z -> 2/3.
+    # B, t1: others X 2, Y 2, Z 2, all level -> 1/2.  B, t2: others X 3, Y 3, Z 0 -> X=Y>Z;
+    #   B says Y>X>Z (1.5, 1, 0.5): XY level 1/2, XZ 1, YZ 1 -> 5/6.
+    # C, t1: others X 4, Y 1, Z 1 -> X>Y=Z; C says Z>Y>X: 0, 0, level 1/2 -> 1/6.
+    #   C, t2: others X 2, Y 3.5, Z 0.5 -> Y>X>Z; C says X>Y>Z -> 2/3.
+    expected = np.array([[1 / 3, 2 / 3], [1 / 2, 5 / 6], [1 / 6, 2 / 3]])
+    result = consensus_match(tiny_wins(), n_resamples=200)
+    np.testing.assert_allclose(result.figure.per_task, expected, atol=1e-9)
+    np.testing.assert_allclose(result.figure.mean, expected.mean(axis=1), atol=1e-9)
+    assert result.pairs.tolist() == [[3, 3], [3, 3], [3, 3]]
+    # Leave-one-out matters: pooling C's own verdicts into its consensus on t1 (X 4, Y 2, Z 3,
+    # so X>Z>Y) would give it 1/3 there, not 1/6.
+    assert result.figure.per_task[2, 0] != pytest.approx(1 / 3)
+    lo, hi = result.figure.lower, result.figure.upper
+    assert np.all(lo <= result.figure.mean + 1e-12) and np.all(result.figure.mean <= hi + 1e-12)
+
+
+def test_consensus_match_refuses_two_judges() -> None:
+    with pytest.raises(ValueError, match="at least 3 judges"):
+        consensus_match(tiny_wins()[:2])
+
+
+def test_pair_order_agreement_is_one_plus_kendall_tau_over_two() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        x, y = rng.normal(size=6), rng.normal(size=6)
+        share, pairs = pair_order_agreement(x, y, np.ones(6, dtype=bool))
+        tau = kendalltau(x, y).statistic  # no ties: tau-b is tau-a
+        assert pairs == 15
+        assert share == pytest.approx((1 + tau) / 2)
+
+
+def test_absent_models_are_left_out_of_the_pairs() -> None:
+    x = np.array([2.0, 1.0, 0.0, 9.0])
+    y = np.array([2.0, 1.0, 0.0, -9.0])
+    share, pairs = pair_order_agreement(x, y, np.array([True, True, True, False]))
+    assert (share, pairs) == (1.0, 3)
+
+
+def test_consistency_per_task_matches_the_run_level_figure_on_one_task() -> None:
+    wins = tiny_wins()[:, :1]  # one task
+    figure = task_consistency(wins, n_resamples=50)
+    for k in range(3):
+        expected = consistency(fit_bt_wins(wins[k, 0]).log_strength).mean
+        assert figure.per_task[k, 0] == pytest.approx(expected)
+
+
+def simulated_panel(
+    accuracies: tuple[float, ...], n_tasks: int = 40, n_models: int = 5, seed: int = 7
+) -> np.ndarray:
+    """Judges that give the true order of a pair with their accuracy (else a coin), plus one
+    quality-blind judge that follows a fixed arbitrary order of each task's answers."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(n_tasks):
+        quality = rng.normal(size=n_models)
+        arbitrary = rng.permutation(n_models)  # e.g. the answers' texts sorted alphabetically
+        for a, b in itertools.combinations(range(n_models), 2):
+            truth = 1.0 if quality[a] > quality[b] else 0.0
+            for g, accuracy in enumerate(accuracies):
+                right = rng.random() < accuracy
+                rows.append((g, t, a, b, truth if right else float(rng.random() < 0.5)))
+            blind = 1.0 if arbitrary[a] < arbitrary[b] else 0.0
+            rows.append((len(accuracies), t, a, b, blind))
+    g, t, i, j, s = (np.array(col) for col in zip(*rows, strict=True))
+    return panel_wins(g, t, i, j, s, len(accuracies) + 1, n_models, n_tasks)
+
+
+def test_consensus_match_orders_judges_by_accuracy() -> None:
+    wins = simulated_panel((0.95, 0.8, 0.65, 0.5), n_tasks=60)[:-1]  # no blind judge
+    match = consensus_match(wins, n_resamples=200).figure.mean
+    assert list(np.argsort(-match)) == [0, 1, 2, 3]
+
+
+def test_the_quality_blind_judge_is_most_consistent_and_matches_the_consensus_least() -> None:
+    wins = simulated_panel((0.9, 0.75, 0.6), n_tasks=60)
+    match = consensus_match(wins, n_resamples=200).figure
+    steadiness = task_consistency(wins, n_resamples=200).mean
+    assert int(np.argmin(match.mean)) == 3
+    assert match.lower[3] < 0.5 < match.upper[3]  # no better than an unrelated order
+    assert match.upper[3] < match.lower[:3].min()
+    assert int(np.argmax(steadiness)) == 3  # ... yet the most consistent of all
+
+
+def test_length_preference_counts_decided_pairs_of_different_length() -> None:
+    length_a = [100, 100, 50, 80, 80, 10]
+    length_b = [50, 50, 100, 80, 20, 20]
+    score_a = [1, 0, 0, 1, 0.5, 0]
+    # counted: 0 (longer a won), 1 (shorter b won), 2 (longer b won), 5 (longer b won);
+    # 3 has equal lengths, 4 is a tie.
+    pref = length_preference(length_a, length_b, score_a)
+    assert (pref.longer_won, pref.decided) == (3, 4)
+    assert pref.share == 0.75
+    assert (pref.low, pref.high) == wilson_interval(3, 4)
+    empty = length_preference([1], [1], [1])
+    assert empty.decided == 0 and np.isnan(empty.share)
+
+
+def test_panel_wins_names_the_bad_entry() -> None:
+    with pytest.raises(ValueError, match=r"judge\[1\] = 5 is outside 0..2"):
+        panel_wins([0, 5], [0, 0], [0, 1], [1, 2], [1, 0], 3, 3, 1)
