@@ -12,7 +12,9 @@ logistic draw, so that answers compare as Bradley-Terry with task effects. The q
 the text: plausible bugs in the reference solution of a code task, or policy breaks written into
 the reference reply of a support task. Equal defects are a true tie, which `simulate` omits. The judge reads the defects and, when sure (probability
 `accuracy`), prefers the answer with fewer; when unsure it says TIE (`tie_rate`), takes the
-longer answer (`length_bias`), or takes the answer shown first (`position_bias`).
+longer answer (`length_bias`), follows a fixed arbitrary order of the answer texts
+(`fixed_order`: consistent in both orders and blind to quality), or takes the answer shown
+first (`position_bias`).
 
 Parameters go in the name after a colon: `sim/atlas:strength=1.5,task_effect=0.3`,
 `sim-judge/careful:accuracy=0.9,position_bias=0.7,tie_rate=0.1`. A bare `sim/atlas` takes a

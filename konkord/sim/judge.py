@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
@@ -34,8 +35,18 @@ def sim_judge_answer(model: str, messages: list[dict[str, Any]], seed: int | Non
     view, first, second = found
     readings = (read_answer(first, view), read_answer(second, view))
     rng = _rng("sim-judge", params.name, messages[-1].get("content"), seed)
-    verdict, rationale = judge_decision(params, readings, (len(first), len(second)), rng)
+    verdict, rationale = judge_decision(
+        params, readings, (len(first), len(second)), rng, fixed=_fixed_order(first, second)
+    )
     return f"{rationale}\n\nVERDICT: {verdict}"
+
+
+def _fixed_order(first: str, second: str) -> str:
+    """The answer ("1", "2" or "TIE") whose text hashes lower, whichever place it is shown in."""
+    if first == second:
+        return "TIE"
+    one, two = (hashlib.sha256(text.encode()).hexdigest() for text in (first, second))
+    return "1" if one < two else "2"
 
 
 def judge_decision(
@@ -43,8 +54,10 @@ def judge_decision(
     readings: tuple[Reading, Reading],
     lengths: tuple[int, int],
     rng: random.Random,
+    fixed: str = "TIE",
 ) -> tuple[str, str]:
-    """("1" | "2" | "TIE", rationale): the truth when sure, else a tie, length or position."""
+    """("1" | "2" | "TIE", rationale): the truth when sure, else a tie, length, the `fixed`
+    arbitrary order of the texts, or position."""
     one, two = readings
     if rng.random() < params.accuracy:
         if one.defects == two.defects:
@@ -61,6 +74,9 @@ def judge_decision(
     if rng.random() < params.length_bias and lengths[0] != lengths[1]:
         longer = "1" if lengths[0] > lengths[1] else "2"
         return longer, f"{unsure} Answer {longer} is more thorough."
+    # Drawn only for a judge that has this habit, so other judges' verdicts stay as they were.
+    if params.fixed_order > 0 and rng.random() < params.fixed_order:
+        return fixed, f"{unsure} I prefer Answer {fixed}." if fixed != "TIE" else unsure
     if rng.random() < params.position_bias:
         return "1", f"{unsure} On balance Answer 1 reads slightly better."
     return "2", f"{unsure} On balance Answer 2 reads slightly better."

@@ -32,6 +32,9 @@ class SimJudgeParams:
     position_bias: float = 0.5  # when unsure: probability of taking the answer shown first
     length_bias: float = 0.0  # when unsure: probability of taking the longer answer
     tie_rate: float = 0.1  # when unsure: probability of answering TIE
+    # when unsure: probability of following a fixed arbitrary order of the answer texts (by
+    # their hash): the same in both orders and transitive, so consistent, and blind to quality
+    fixed_order: float = 0.0
 
 
 JUDGE_PRESETS: dict[str, dict[str, float]] = {
@@ -41,11 +44,12 @@ JUDGE_PRESETS: dict[str, dict[str, float]] = {
     "first": {"accuracy": 0.0, "position_bias": 1.0, "tie_rate": 0.0},  # pure position bias
     "coin": {"accuracy": 0.0, "position_bias": 0.5, "tie_rate": 0.0},
     "verbose": {"accuracy": 0.7, "length_bias": 0.8},
+    "blind": {"accuracy": 0.0, "fixed_order": 1.0, "tie_rate": 0.0},  # consistent, quality-blind
 }
 
 _MODEL_KEYS = {f.name for f in fields(SimModelParams)} - {"name"}
 _JUDGE_KEYS = {f.name for f in fields(SimJudgeParams)} - {"name"}
-_UNIT_KEYS = {"accuracy", "position_bias", "length_bias", "tie_rate", "verbosity"}
+_UNIT_KEYS = {"accuracy", "position_bias", "length_bias", "tie_rate", "verbosity", "fixed_order"}
 
 
 def _rng(*parts: Any) -> random.Random:
