@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "check": "konkord.commands.check:check",
     "simulate": "konkord.commands.simulate:simulate",
     "calibrate": "konkord.commands.calibrate:calibrate",
+    "judges": "konkord.commands.judges:judges",
     "import": "konkord.commands.import_cmd:import_cmd",
 }
 
@@ -76,6 +77,7 @@ def cli() -> None:
       label      a local app where a person labels comparisons blind
       calibrate  judge-vs-human agreement, with intervals
       report     Bradley-Terry ratings, intervals, diagnostics -> results/<run>.json
+      judges     the run's judges compared: people, tests, each other, cost
       build      run what is missing for every run in runs.json, render public/
 
     \b

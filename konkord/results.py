@@ -411,6 +411,48 @@ class SuiteInfo(Strict):
     task_count: int
 
 
+class TaskMean(Strict):
+    """A per-task figure averaged over tasks, with a task-bootstrap 95% interval."""
+
+    estimate: float | None
+    low: float | None = None
+    high: float | None = None
+    tasks: int = Field(description="Tasks on which the figure is defined.")
+
+
+class JudgeStanding(Strict):
+    """One judge measured against the other judges (see konkord/stats/judges.py)."""
+
+    judge: str
+    consensus_match: TaskMean | None = Field(
+        default=None,
+        description="Pair-order agreement of the judge's per-task ranking with the "
+        "Bradley-Terry consensus of the other judges on the task; None with fewer than three.",
+    )
+    consistency: TaskMean = Field(
+        description="Per task, mean fitted P(model beats the one its ranking puts just below)."
+    )
+    length_preference: Proportion = Field(
+        description="Of decided pairs whose answers differ in length, how many the longer won."
+    )
+
+
+class JudgePanel(Strict):
+    """The judges compared with each other, and the ranking of all their verdicts pooled."""
+
+    consensus_measure: str = "pair-order agreement"
+    judges_needed: int = Field(default=3, description="Judges needed for a consensus match.")
+    standings: list[JudgeStanding]
+    people_length_preference: Proportion | None = Field(
+        default=None, description="The same length figure for the people's labels."
+    )
+    panel_ratings: list[ModelRating] = Field(
+        default=[], description="Bradley-Terry over every judge's verdicts pooled."
+    )
+    panel_rank_groups: list[list[str]] = []
+    bootstrap: BootstrapInfo | None = None
+
+
 class Results(Strict):
     """The whole results file."""
 
@@ -431,6 +473,9 @@ class Results(Strict):
     cost: list[CostLine]
     pass_rates: list[PassRate] = []
     tasks: list[TaskView]
+    judge_panel: JudgePanel | None = Field(
+        default=None, description="The judges compared (the Judges page); None in older files."
+    )
 
     def block(self, judge: str) -> JudgeBlock:
         """The block of one judge."""

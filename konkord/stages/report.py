@@ -25,6 +25,7 @@ from konkord.stages.current import (
     proportion,
     system_prompt_for,
 )
+from konkord.stages.judges import judge_panel
 from konkord.stages.report_ranking import DEFAULT_RESAMPLES, ReportOptions, judge_block
 from konkord.stages.report_views import cost_line, pass_rates_block, task_views
 from konkord.verdicts import CombinedVerdict, combine_verdicts, judges_in_log, load_verdicts
@@ -185,4 +186,5 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         cost=cost,
         pass_rates=pass_rates_block(spec, answers, checks),
         tasks=task_views(spec, answers, combined_by_judge, labels, checks),
+        judge_panel=judge_panel(spec, log, combined_by_judge, answers, labels, options),
     )

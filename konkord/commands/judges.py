@@ -1,0 +1,36 @@
+"""`konkord judges`: the run's judges compared with people, with tests and with each other."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.option("--run", "run_name", required=True, help="Run name (from runs.json or a manifest).")
+def judges(run_name: str) -> None:
+    """Compare the run's judges with people, with executed tests and with each other.
+
+    One row per judge: agreement with people and Cohen's kappa (where labels
+    exist), agreement with executed tests (where checks ran), consensus match
+    with the other judges (three or more), per-task consistency, order-flip
+    rate, positional split, preference for the longer answer, failures, cost
+    per 1,000 comparisons and median latency. Then the people's agreement with
+    each other, the line the table is read against, and the panel ranking (all
+    judges' verdicts pooled) beside each judge's own order. Reads
+    results/<run>.json (run `konkord report` first). Calls no model.
+    """
+    from konkord.errors import KonkordError
+    from konkord.results import read_results
+    from konkord.runspec import resolve_run
+    from konkord.stages.judges import judge_table
+    from konkord.stages.judges_print import format_judge_table
+
+    spec = resolve_run(run_name)
+    results = read_results(spec.results_path)
+    if results.judge_panel is None:
+        raise KonkordError(
+            f"{spec.results_path} predates the judge table; "
+            f"run `konkord report --run {spec.name}` to add it"
+        )
+    for line in format_judge_table(spec.name, judge_table(results)):
+        click.echo(line)
