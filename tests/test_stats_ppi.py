@@ -166,3 +166,33 @@ def test_a_biased_judge_misses_peoples_ranking_and_the_anchored_interval_covers_
     assert labels.coverage > 0.88
     assert anchored.mean_width < labels.mean_width
     assert study.mean_effective_labels > 150
+
+
+def test_with_an_unbiased_judge_the_anchored_and_judge_only_rankings_agree() -> None:
+    """A judge as accurate as people and without bias: the judge-only estimate lies in the
+    anchored interval for nearly every model, and the anchored ranking never significantly
+    reverses a pair the judge orders (benchmarks/bench_anchored.py runs 500 fields)."""
+    from konkord.stats import pairwise_differences
+    from konkord.stats import bootstrap, comparisons
+
+    rng = np.random.default_rng(8)
+    inside = total = 0
+    for f in range(15):
+        field = simulate_biased_judge_field(
+            5, 80, 150, 0.0, judge_accuracy=0.9, labeller_accuracy=0.9, seed=rng
+        )
+        judge = bootstrap(
+            comparisons(field.judge_task, field.judge_i, field.judge_j, field.judge_score, 5, 80),
+            n_resamples=200, seed=f,
+        )
+        anchored = anchored_bootstrap(field.data, n_resamples=200, seed=f).bootstrap
+        av = anchored.intervals()["expected_win_rate"]
+        j = judge.point.expected_win_rate
+        inside += int(((av.lower <= j) & (j <= av.upper)).sum())
+        total += 5
+        diffs = pairwise_differences(anchored)
+        for hi in range(5):
+            for lo in range(5):
+                if j[hi] > j[lo]:
+                    assert not diffs.upper[hi, lo] < 0, "a significant reversal"
+    assert inside / total >= 0.9

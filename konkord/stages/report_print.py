@@ -79,6 +79,32 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         console.print(
             f"  [red]warning: the fit did not converge (gradient norm {d.fit.gradient_norm:.2e})"
         )
+    _anchored(console, block)
+
+
+def _anchored(console: Console, block: JudgeBlock) -> None:
+    """The ranking anchored to people, compactly: one line per model, then the disagreements."""
+    a = block.anchored
+    if a is None:
+        return
+    if a.status != "anchored":
+        console.print(f"  anchored to people: {a.summary}", markup=False)
+        return
+    worth = f", worth {a.effective_labels:.0f} labels alone" if a.effective_labels else ""
+    console.print(
+        f"  anchored to people ({a.labels} labels{worth}; lambda {a.lam:.2f}):", markup=False
+    )
+    for row in a.ratings:
+        ranks = (
+            str(row.rank_best) if row.rank_best == row.rank_worst
+            else f"{row.rank_best}-{row.rank_worst}"
+        )
+        console.print(f"    {ranks:>5}  {row.model}  {_interval(row.win_rate_vs_field)}",
+                      markup=False)
+    for text in a.disagreements:
+        console.print(f"  - {text}", markup=False)
+    if a.holdout is not None:
+        console.print(f"  {a.holdout.summary}", markup=False)
 
 
 def print_report(results: Results) -> None:
