@@ -172,8 +172,7 @@ def test_with_an_unbiased_judge_the_anchored_and_judge_only_rankings_agree() -> 
     """A judge as accurate as people and without bias: the judge-only estimate lies in the
     anchored interval for nearly every model, and the anchored ranking never significantly
     reverses a pair the judge orders (benchmarks/bench_anchored.py runs 500 fields)."""
-    from konkord.stats import pairwise_differences
-    from konkord.stats import bootstrap, comparisons
+    from konkord.stats import bootstrap, comparisons, pairwise_differences
 
     rng = np.random.default_rng(8)
     inside = total = 0
