@@ -70,9 +70,9 @@ def unbiased(args: argparse.Namespace) -> None:
         inside_anchored += int(((av.lower <= j_point) & (j_point <= av.upper)).sum())
         total += 5
     print(
-        f"\nunbiased judge as accurate as people, {args.fields // 2} fields: anchored estimate "
-        f"inside the judge-only interval {100 * inside_judge / total:.1f}%, judge-only estimate "
-        f"inside the anchored interval {100 * inside_anchored / total:.1f}%"
+        f"\nunbiased judge as accurate as people, {args.fields // 2} fields: judge-only estimate "
+        f"inside the anchored interval {100 * inside_anchored / total:.1f}% (anchored estimate "
+        f"inside the narrower judge-only interval {100 * inside_judge / total:.1f}%)"
     )
 
 
