@@ -25,6 +25,7 @@ def _run_with_a_judge_that_favours_c(root: Path, n_tasks: int = 24) -> dict:
     """People prefer a > b > c on every task; the judge puts c first everywhere."""
     suite = write_suite(root, n_tasks)
     write_runs(root, [{"name": "r", "suite": "suites/tiny.yaml", "models": MODELS,
+                       "judges": ["judge/j1"],
                        "label_plan": {"n": 60, "seed": 3}}])
     texts = add_answers(root, "r", suite, MODELS)
     for k in range(n_tasks):
@@ -122,3 +123,32 @@ def test_mt_bench_gpt4_with_half_the_expert_votes_holds_the_all_expert_ranking(
     assert sum(row.judge_covers for row in holdout.rows) <= 2
     # GPT-4 separates claude-v1 from gpt-3.5-turbo; the experts' votes do not.
     assert any("claude-v1 above gpt-3.5-turbo" in text for text in anchored.disagreements)
+
+
+def test_the_leaderboard_shows_the_anchored_ranking_beside_the_judges(project: Path) -> None:
+    import shutil
+
+    from bs4 import BeautifulSoup
+
+    from konkord.results import write_results
+    from konkord.stages.build import build_site
+
+    _run_with_a_judge_that_favours_c(project)
+    _label_queue(project, 45)
+    write_results(build_results(resolve_run("r"), FAST), project / "results" / "r.json")
+    repo = Path(__file__).resolve().parent.parent
+    for folder in ("templates", "content"):
+        shutil.copytree(repo / folder, project / folder)
+    build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    soup = BeautifulSoup((project / "public" / "r" / "index.html").read_text(), "html.parser")
+    section = soup.select_one("section.anchored")
+    assert section is not None
+    text = section.get_text(" ", strip=True)
+    assert "45 labelled by people" in text
+    assert "anchored to people, m/a is above m/c" in text
+    svg = section.select_one("svg.anchored")
+    assert svg is not None
+    assert len(svg.select("line.interval.judge-only")) == 3
+    assert len(svg.select("line.interval.people")) == 3
+    rows = section.select("table.anchored-table tbody tr")
+    assert [r.select_one("td.model").get_text() for r in rows] == ["m/a", "m/b", "m/c"]
