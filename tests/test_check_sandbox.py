@@ -28,7 +28,7 @@ pytestmark = [
     pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed"),
 ]
 
-# memory_mb=251 is a fingerprint: it appears in every sandboxed launcher's command line, so
+# memory_mb=251 is a fingerprint: it appears in every sandboxed worker's command line, so
 # a process left over from these tests can be found without confusing it with anyone else's.
 LIMITS = Limits(wall_s=4.0, cpu_s=2, memory_mb=251, processes=16, output_bytes=200_000, disk_mb=8)
 FINGERPRINT = str(251 * 1024 * 1024)
@@ -55,7 +55,7 @@ def leftover_processes() -> list[str]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if "launcher.py" in cmdline and FINGERPRINT in cmdline:
+        if "worker.py" in cmdline and FINGERPRINT in cmdline:
             found.append(f"{entry.name}: {cmdline[:120]}")
     return found
 

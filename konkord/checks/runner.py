@@ -66,7 +66,9 @@ def failure_reason(run: ProgramRun, limits: Limits) -> str | None:
     if run.output_exceeded:
         return f"output limit: wrote more than {limits.output_bytes} bytes, killed"
     status = run.status
-    if status is None:
+    if status is None or status.get("closed"):
+        # The answer's process ended on its own (or the harness could not say why): its
+        # exit status names the limit it hit.
         signal_number = _exit_signal(run.returncode)
         if signal_number == SIGXCPU:
             return f"CPU-time limit: used more than {limits.cpu_s} s of CPU, killed"
@@ -74,7 +76,11 @@ def failure_reason(run: ProgramRun, limits: Limits) -> str | None:
             return "killed (SIGKILL) before the tests finished"
         if signal_number is not None:
             return f"killed by signal {signal_number} before the tests finished"
+        if status is None:
+            return "the test harness stopped without a verdict"
         return f"exited (status {run.returncode}) before the tests finished"
+    if status.get("broken"):
+        return str(status["broken"])
     if status.get("ok") is True:
         return None
     error = str(status.get("error"))
@@ -90,9 +96,7 @@ def failure_reason(run: ProgramRun, limits: Limits) -> str | None:
         detail = f": {message}" if message else ""
         return f"test failed at tests.py line {status.get('line')}: {status.get('text')}{detail}"
     detail = f": {message}" if message else ""
-    if status.get("stage") == "tests.py" and status.get("line") is not None:
-        return (
-            f"{error} in the tests at tests.py line {status.get('line')}: "
-            f"{status.get('text')}{detail}"
-        )
+    if status.get("line") is not None:
+        who = "in the tests" if status.get("stage") == "tests.py" else "from the answer's code"
+        return f"{error} {who} at tests.py line {status.get('line')}: {status.get('text')}{detail}"
     return f"{where} raised {error}{detail}"

@@ -3,8 +3,10 @@
 The sandbox (bwrap): no network, a read-only system (/usr and the interpreter only), a fresh
 size-limited tmpfs as working directory and /tmp, no home, no repository, a cleared environment,
 a private pid namespace (so background processes die with the run), and no nested user namespaces.
-Inside, a small launcher sets CPU, memory, process-count and file-size limits with setrlimit
-before the answer runs; the parent enforces the wall-time and output-size limits.
+Inside, the worker (worker.py) sets CPU, memory, process-count and file-size limits with
+setrlimit before the answer runs; the parent enforces the wall-time and output-size limits.
+The tests run outside, in the harness (harness.py), which alone decides pass or fail: the
+answer's code can change anything in its own process and still only send plain data (wire.py).
 
 As root, RLIMIT_NPROC is not enforced (the kernel exempts uid 0), so the sandbox is started as
 the unprivileged `nobody` user; as any other user it runs as that user.
@@ -12,12 +14,9 @@ the unprivileged `nobody` user; as any other user it runs as that user.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import selectors
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -26,9 +25,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from konkord.checks.processes import (
+    kill_group,
+    read_outputs,
+    read_pipe,
+    read_status,
+    wait_for_sandbox_end,
+)
 from konkord.errors import KonkordError
 
 SANDBOXES = ("bwrap", "none")
+WORKER = Path(__file__).resolve().parent / "worker.py"
+WIRE = Path(__file__).resolve().parent / "wire.py"
+HARNESS = Path(__file__).resolve().parent / "harness.py"
 NOBODY = 65534
 INSIDE_DIR = "/run/konkord"  # the program, read-only; the working directory is /tmp
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
@@ -76,56 +85,6 @@ class ProgramRun:
     timed_out: bool
     output_exceeded: bool
     duration_s: float
-
-
-LAUNCHER = r'''
-import json, os, resource, sys, traceback
-
-def main():
-    launcher_pid = os.getpid()
-    status_fd = int(sys.argv[1])
-    for name, (soft, hard) in json.loads(sys.argv[2]).items():
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-    here = os.path.dirname(os.path.abspath(__file__))
-    sources = {}
-    for name in ("answer.py", "tests.py"):
-        with open(os.path.join(here, name)) as handle:
-            sources[name] = handle.read()
-    namespace = {"__name__": "__konkord_answer__"}
-    stage = "answer.py"
-    status = {"ok": True}
-    try:
-        exec(compile(sources["answer.py"], "answer.py", "exec"), namespace)
-        stage = "tests.py"
-        exec(compile(sources["tests.py"], "tests.py", "exec"), namespace)
-    except BaseException as exc:
-        if os.getpid() != launcher_pid:
-            os._exit(1)  # a forked child of the answer: only the launcher reports
-        line = None
-        for frame in traceback.extract_tb(exc.__traceback__):
-            if frame.filename == "tests.py":
-                line = frame.lineno
-        text = None
-        if line is not None:
-            text = sources["tests.py"].splitlines()[line - 1].strip()
-        status = {"ok": False, "stage": stage, "error": type(exc).__name__,
-                  "message": str(exc)[:300], "line": line, "text": text}
-        try:
-            traceback.print_exc()
-        except BaseException:
-            pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-    if os.getpid() != launcher_pid:
-        os._exit(0)
-    os.write(status_fd, json.dumps(status).encode())
-    os._exit(0 if status["ok"] else 1)
-
-main()
-'''
 
 
 def bwrap_path() -> str | None:
@@ -228,108 +187,101 @@ def require_sandbox(sandbox: str) -> None:
         )
 
 
-def _read_output(
-    proc: subprocess.Popen[bytes], limits: Limits, deadline: float
-) -> tuple[bytes, bool, bool]:
-    """Read the program's output until it ends, killing it at the wall-time or output limit."""
-    assert proc.stdout is not None
-    chunks: list[bytes] = []
-    size = 0
-    timed_out = exceeded = False
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            if not selector.select(timeout=min(remaining, 1.0)):
-                continue
-            data = os.read(proc.stdout.fileno(), 65536)
-            if not data:
-                break
-            keep = max(0, limits.output_bytes - size)
-            chunks.append(data[:keep])
-            size += len(data)
-            if size > limits.output_bytes:
-                exceeded = True
-                break
-    if timed_out or exceeded:
-        _kill(proc)
-    return b"".join(chunks), timed_out, exceeded
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the whole process group; bwrap's --die-with-parent takes the sandbox down with it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> ProgramRun:
-    """Run `answer` then `tests` in one namespace, under `sandbox` ("bwrap" or "none")."""
+    """Run the answer's code under `sandbox` ("bwrap" or "none") and the tests against it.
+
+    Two processes: the worker runs the answer (sandboxed, with the limits) and serves calls;
+    the harness runs the tests outside the sandbox, calls the answer across two pipes, and
+    writes the verdict to a third pipe that only it holds. tests.py never enters the sandbox."""
     start = time.monotonic()
     deadline = start + limits.wall_s
     with tempfile.TemporaryDirectory(prefix="konkord-sandbox-") as tmp:
-        program_dir = Path(tmp, "program")
-        work_dir = Path(tmp, "work")
-        program_dir.mkdir()
-        work_dir.mkdir()
-        for name, text in (("launcher.py", LAUNCHER), ("answer.py", answer), ("tests.py", tests)):
+        program_dir, trusted_dir, work_dir = Path(tmp, "program"), Path(tmp, "trusted"), \
+            Path(tmp, "work")
+        for folder in (program_dir, trusted_dir, work_dir):
+            folder.mkdir()
+        for name, text in (("worker.py", WORKER.read_text()), ("wire.py", WIRE.read_text()),
+                           ("answer.py", answer)):
             Path(program_dir, name).write_text(text)
             Path(program_dir, name).chmod(0o644)
+        Path(trusted_dir, "tests.py").write_text(tests)
         os.chmod(tmp, 0o755)
         program_dir.chmod(0o755)
+        trusted_dir.chmod(0o700)
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
         status_read, status_write = os.pipe()
         info_read, info_write = os.pipe()
         rlimits = json.dumps(limits.rlimits())
+        worker_args = ["-I", "-B", "", str(requests_read), str(replies_write), rlimits]
         if sandbox == "bwrap":
             python, prefix = sandbox_python()
-            launcher = f"{INSIDE_DIR}/launcher.py"
+            worker_args[2] = f"{INSIDE_DIR}/worker.py"
             command = [*bwrap_command(program_dir, python, prefix, limits),
-                       "--info-fd", str(info_write),
-                       python, "-I", "-B", launcher, str(status_write), rlimits]
+                       "--info-fd", str(info_write), python, *worker_args]
             cwd = program_dir
         else:
-            launcher = str(program_dir / "launcher.py")
-            command = [sys.executable, "-I", "-B", launcher, str(status_write), rlimits]
+            worker_args[2] = str(program_dir / "worker.py")
+            command = [sys.executable, *worker_args]
             cwd = work_dir
         switch = sandbox == "bwrap" and _switch_user()
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(work_dir), "TMPDIR": str(work_dir)}
+        procs: list[subprocess.Popen[bytes]] = []
         try:
-            proc = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env={"PATH": "/usr/bin:/bin", "HOME": str(work_dir), "TMPDIR": str(work_dir)},
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                pass_fds=(status_write, info_write),
-                start_new_session=True,
-                user=NOBODY if switch else None,
-                group=NOBODY if switch else None,
+            procs.append(subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(requests_read, replies_write, info_write),
+                user=NOBODY if switch else None, group=NOBODY if switch else None,
                 extra_groups=[] if switch else None,
-            )
+            ))  # fmt: skip
+            procs.append(subprocess.Popen(
+                [sys.executable, "-I", "-S", "-B", str(HARNESS), str(requests_write),
+                 str(replies_read), str(status_write), str(trusted_dir / "tests.py")],
+                cwd=trusted_dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=(requests_write, replies_read, status_write),
+            ))  # fmt: skip
         finally:
-            os.close(status_write)
-            os.close(info_write)
+            for fd in (requests_read, requests_write, replies_read, replies_write,
+                       status_write, info_write):
+                os.close(fd)
+        worker = procs[0]
+        harness = procs[-1]
         try:
-            raw, timed_out, exceeded = _read_output(proc, limits, deadline)
-            try:
-                returncode: int | None = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            if len(procs) < 2:
+                raise OSError("could not start the test harness")
+            outputs, timed_out, exceeded = read_outputs(
+                procs, harness, limits.output_bytes, deadline)
+            if timed_out or exceeded:
+                for proc in procs:
+                    kill_group(proc)
+            elif _wait(harness, deadline) is None:
                 timed_out = True
-                _kill(proc)
-                returncode = proc.wait()
-            status = _read_status(status_read)
+                kill_group(harness)
+            status = read_status(status_read)
+            # The worker ends once the harness closed its pipe; its exit status explains a
+            # worker that ended early (a limit's signal).
+            returncode = _wait(worker, min(deadline, time.monotonic() + 1.0))
+            kill_group(worker)
+            if returncode is None:
+                returncode = worker.wait()
+            if not exceeded and worker.stdout is not None:  # what it wrote after the harness
+                room = max(0, limits.output_bytes - len(outputs[0]) - len(outputs[1]))
+                outputs[0] += read_pipe(worker.stdout.fileno(), room)[:room]
             if sandbox == "bwrap":
-                _wait_for_sandbox_end(_read_pipe(info_read), program_dir)
+                wait_for_sandbox_end(read_pipe(info_read), program_dir)
         finally:
+            for proc in procs:
+                kill_group(proc)
+                proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
             os.close(status_read)
             os.close(info_read)
-            if proc.stdout is not None:
-                proc.stdout.close()
     return ProgramRun(
         status=status,
-        output=raw.decode("utf-8", errors="replace"),
+        output=(outputs[0] + outputs[1]).decode("utf-8", errors="replace"),
         returncode=returncode,
         timed_out=timed_out,
         output_exceeded=exceeded,
@@ -337,51 +289,9 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
     )
 
 
-def _read_pipe(fd: int, limit: int = 65536) -> bytes:
-    """What is waiting in a pipe, without blocking on writers that are still alive."""
-    os.set_blocking(fd, False)
-    data = b""
+def _wait(proc: subprocess.Popen[bytes], until: float) -> int | None:
+    """The process's exit status once it ends, or None if it still runs at `until`."""
     try:
-        while len(data) <= limit and (chunk := os.read(fd, 65536)):
-            data += chunk
-    except BlockingIOError:
-        pass
-    return data
-
-
-def _wait_for_sandbox_end(info: bytes, program_dir: Path) -> None:
-    """Make sure nothing of the sandbox is alive when the run returns.
-
-    bwrap reports its exit as soon as the main program ends; the sandbox's init (the
-    `child-pid` of --info-fd) is killed a moment later and takes every process of the pid
-    namespace with it. Killing and waiting for it here makes that synchronous. Before a
-    signal is sent, the pid is confirmed to be this sandbox's (its command line names this
-    run's private directory), so a forged or reused pid is never killed."""
-    try:
-        pid = int(json.JSONDecoder().raw_decode(info.decode().lstrip())[0]["child-pid"])
-    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError):
-        return
-    marker = str(program_dir).encode()
-    for _ in range(500):  # at most about 5 s
-        try:
-            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, IndexError):
-            return
-        if state in (b"Z", b"X") or marker not in cmdline:
-            return  # a dead init has already taken its namespace down (zap_pid_ns_processes)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
-
-
-def _read_status(fd: int) -> dict[str, object] | None:
-    """The launcher's JSON report, or None when the program never got to write it."""
-    data = _read_pipe(fd)
-    if len(data) > 65536:
+        return proc.wait(timeout=max(0.0, until - time.monotonic()))
+    except subprocess.TimeoutExpired:
         return None
-    try:
-        status = json.loads(data)
-    except ValueError:
-        return None
-    return status if isinstance(status, dict) else None

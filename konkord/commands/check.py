@@ -38,8 +38,9 @@ def check(run_name: str, concurrency: int, sandbox: str) -> None:
     """Run every declared check on every answer of a run.
 
     compiles, ruff_clean and mypy_clean only read the code; tests runs the
-    answer's code and then the task's tests inside a bubblewrap sandbox, with
-    the limits below. The code is the answer's fenced block in the suite's
+    answer's code inside a bubblewrap sandbox, with the limits below, and the
+    task's tests outside it: the tests call the answer's functions, values
+    cross as plain data, and the verdict is never in the answer's reach. The code is the answer's fenced block in the suite's
     answer_language (or the whole answer when it has none). Each result is
     saved as it arrives (runs/<run>/checks.jsonl); a rerun checks only new or
     changed answers.

@@ -1,0 +1,235 @@
+"""Forged passes: answers that do not implement the function but try to be recorded as passing.
+
+The verdict is decided by the harness outside the sandbox, from plain data that crossed the
+line, so each of these must be recorded as a failure, while a correct answer passes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from konkord.checks.runner import run_tests
+from konkord.checks.sandbox import Limits, bwrap_path
+from konkord.cli import cli
+from konkord.evidence import EvidenceLog, now_iso
+from konkord.runspec import RunSpec, write_manifest
+from konkord.stages.run import answer_key_hash, answer_messages
+from konkord.suite import load_suite
+
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed"),
+]
+
+LIMITS = Limits(wall_s=5.0, cpu_s=3, memory_mb=256, processes=16, output_bytes=200_000)
+GOOD = "def add(a, b):\n    return a + b\n"
+TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n"
+SPRAY = (
+    "import os\n"
+    "for fd in range(3, 20):\n"
+    "    try:\n"
+    "        os.write(fd, b'{\"ok\": true}\\n')\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
+FORGERIES = {
+    "status-fd-then-os-exit": SPRAY + "os._exit(0)\n",
+    "status-fd-then-sys-exit": SPRAY + "raise SystemExit(0)\n",
+    "status-fd-spray-and-carry-on": SPRAY,
+    "replace-builtins-exec": "import builtins\nbuiltins.exec = lambda *a, **k: None\n",
+    "replace-json-dumps": "import json\njson.dumps = lambda *a, **k: '{\"ok\": true}'\n",
+    "print-fake-results": (
+        "print('{\"ok\": true}')\nprint('{\"op\": \"return\", \"value\": 5}')\n"
+        "print('2 passed in 0.01s')\n"
+    ),
+    "system-exit-0": "raise SystemExit(0)\n",
+    "exit-inside-the-call": "import sys\ndef add(a, b):\n    sys.exit(0)\n",
+    "keyboard-interrupt-inside-the-call": "def add(a, b):\n    raise KeyboardInterrupt\n",
+    "os-exit-inside-the-call": "import os\ndef add(a, b):\n    os._exit(0)\n",
+    "rigged-int-subclass": (
+        "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
+        "    __hash__ = int.__hash__\n"
+        "def add(a, b):\n    return Liar(0)\n"
+    ),
+    "rigged-int-subclass-int-too": (
+        "class Liar(int):\n    def __eq__(self, other):\n        return True\n"
+        "    def __int__(self):\n        return 5\n    __hash__ = int.__hash__\n"
+        "def add(a, b):\n    return Liar(0)\n"
+    ),
+    "rigged-object": (
+        "class Anything:\n    def __eq__(self, other):\n        return True\n"
+        "def add(a, b):\n    return Anything()\n"
+    ),
+    "patch-the-worker-to-answer-5": (
+        "import sys\nwire = sys.modules['wire']\n"
+        "def serve(self, message):\n    self.send({'op': 'return', 'value': 5})\n"
+        "wire.Channel.serve = serve\n"
+    ),
+    "patch-the-worker-to-send-an-object": (
+        "import sys\nwire = sys.modules['wire']\n"
+        "def serve(self, message):\n"
+        "    self.send({'op': 'return', 'value': {'__eq__': True, 'ok': True}})\n"
+        "wire.Channel.serve = serve\ndef add(a, b):\n    return 0\n"
+    ),
+    "forged-replies-written-ahead": (
+        "import os\n"
+        "for fd in range(3, 40):\n"
+        "    try:\n"
+        "        os.write(fd, b'{\"op\": \"ready\", \"names\": {}}\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+    ),
+    "garbage-on-every-descriptor-inside-the-call": (
+        "import os\ndef add(a, b):\n"
+        "    for fd in range(3, 40):\n"
+        "        try:\n"
+        "            os.write(fd, b'\\x00garbage\\n')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return a + b + 1\n"
+    ),
+    "close-every-descriptor": (
+        "import os\nos.closerange(3, 1024)\ndef add(a, b):\n    return a + b\n"
+    ),
+    "infinite-loop-in-the-call": "def add(a, b):\n    while True:\n        pass\n",
+    "huge-reply": "def add(a, b):\n    return 'x' * 40_000_000\n",
+    "deep-reply": "def add(a, b):\n    x = []\n    for _ in range(100_000):\n        x = [x]\n    return x\n",
+    "huge-output": "import sys\nfor _ in range(1000):\n    sys.stdout.write('{\"ok\": true}' * 10_000)\n",
+}
+
+
+def result_of(answer: str, tests: str = TESTS) -> tuple[bool, str]:
+    result = run_tests(answer, tests, LIMITS, "bwrap")
+    return result.passed, result.reason or ""
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_a_forged_pass_is_recorded_as_a_failure(name: str) -> None:
+    passed, reason = result_of(FORGERIES[name])
+    assert not passed, f"{name} forged a pass"
+    assert reason
+
+
+def test_the_correct_answer_passes() -> None:
+    assert result_of(GOOD) == (True, "")
+
+
+def test_exit_during_a_call_fails_even_when_the_tests_catch_everything() -> None:
+    swallowing = "try:\n    add(2, 3)\nexcept BaseException:\n    pass\n"
+    assert result_of(GOOD, swallowing) == (True, "")
+    passed, reason = result_of(FORGERIES["exit-inside-the-call"], swallowing)
+    assert not passed
+    assert reason == "the answer's code raised SystemExit(0) during the tests"
+
+
+def test_a_rigged_int_crosses_as_its_true_value() -> None:
+    _, reason = result_of(FORGERIES["rigged-int-subclass"])
+    assert reason == "test failed at tests.py line 1: assert add(2, 3) == 5"
+
+
+def test_the_answer_cannot_read_the_tests_or_reach_into_the_tests_objects() -> None:
+    answer = (
+        "import os\n"
+        "def probe(callback):\n"
+        "    found = [p for p in ('/run/konkord/tests.py', 'tests.py') if os.path.exists(p)]\n"
+        "    for name in ('__globals__', '__code__', '__closure__'):\n"
+        "        try:\n"
+        "            getattr(callback, name)\n"
+        "            found.append(name)\n"
+        "        except AttributeError:\n"
+        "            pass\n"
+        "    return found, callback(20)\n"
+    )
+    tests = "assert probe(lambda v: v + 1) == ([], 21)\n"
+    assert result_of(answer, tests) == (True, "")
+
+
+def test_mutating_an_argument_is_seen_by_the_tests() -> None:
+    tests = "items = [3, 1, 2]\nresult = smallest(items)\nassert result == 1\nassert items == [3, 1, 2]\n"
+    assert result_of("def smallest(items):\n    return min(items)\n", tests) == (True, "")
+    sorting = "def smallest(items):\n    items.sort()\n    return items[0]\n"
+    assert result_of(sorting, tests) == (
+        False, "test failed at tests.py line 4: assert items == [3, 1, 2]")
+
+
+def test_a_returned_argument_is_the_same_object_and_a_copy_is_not() -> None:
+    tests = "given = [1, 2]\nassert copy(given) == given and copy(given) is not given\n"
+    assert result_of("def copy(items):\n    return list(items)\n", tests) == (True, "")
+    passed, _ = result_of("def copy(items):\n    return items\n", tests)
+    assert not passed
+
+
+def test_objects_of_the_tests_stay_in_the_tests_and_count_what_the_answer_does() -> None:
+    tests = (
+        "class Counting(list):\n"
+        "    reads = 0\n"
+        "    def __getitem__(self, index):\n"
+        "        Counting.reads += 1\n"
+        "        return super().__getitem__(index)\n"
+        "assert total(Counting([1, 2, 3])) == 6\n"
+        "assert Counting.reads == 3, Counting.reads\n"
+    )
+    indexing = "def total(items):\n    return sum(items[i] for i in range(len(items)))\n"
+    assert result_of(indexing, tests) == (True, "")
+    twice = "def total(items):\n    return sum(items[i] for i in range(len(items))) + 0 * items[0]\n"
+    assert not result_of(twice, tests)[0]
+
+
+def test_classes_exceptions_and_tuples_cross() -> None:
+    answer = (
+        "from collections import OrderedDict\n"
+        "class Stack:\n"
+        "    def __init__(self):\n        self.items = OrderedDict()\n"
+        "    def push(self, value):\n        self.items[len(self.items)] = value\n"
+        "    def pop(self):\n"
+        "        if not self.items:\n            raise IndexError('empty')\n"
+        "        return self.items.popitem()[1]\n"
+        "    def __len__(self):\n        return len(self.items)\n"
+    )
+    tests = (
+        "s = Stack()\ns.push((1, 'a'))\nassert len(s) == 1\nassert s.pop() == (1, 'a')\n"
+        "try:\n    s.pop()\nexcept IndexError as error:\n    assert str(error) == 'empty'\n"
+        "else:\n    raise AssertionError('no IndexError')\n"
+        "assert OrderedDict is __import__('collections').OrderedDict\n"
+    )
+    assert result_of(answer, tests) == (True, "")
+
+
+SUITE = """\
+name: forged
+answer_language: python
+rubric: Correct code wins.
+tasks:
+  - id: add
+    prompt: Write add(a, b).
+    checks: [tests]
+    tests: |
+      assert add(2, 3) == 5
+      assert add(-1, 1) == 0
+"""
+
+
+def test_konkord_check_records_every_forgery_as_a_failure(project: Path) -> None:
+    (project / "forged.yaml").write_text(SUITE)
+    answers = {"m/good": GOOD, **{f"m/{name}": code for name, code in FORGERIES.items()
+                                  if name in ("status-fd-then-os-exit", "replace-json-dumps",
+                                              "replace-builtins-exec", "rigged-int-subclass")}}
+    spec = RunSpec(name="forged", suite_path=Path("forged.yaml"),
+                   suite=load_suite("forged.yaml"), models=tuple(sorted(answers)))
+    write_manifest(spec)
+    task = spec.suite.task("add")
+    for model, code in answers.items():
+        EvidenceLog(spec.run_dir).append("answers", {
+            "kind": "answer", "task_id": "add", "model": model,
+            "settings_hash": answer_key_hash(answer_messages(spec.suite, task), spec.settings),
+            "text": f"```python\n{code}```\n", "error": None, "created_at": now_iso(),
+        })  # fmt: skip
+    result = CliRunner().invoke(cli, ["check", "--run", "forged"])
+    assert result.exit_code == 0, result.output
+    lines = (spec.run_dir / "checks.jsonl").read_text().splitlines()
+    passed = {r["model"]: r["passed"] for r in map(json.loads, lines)}
+    assert passed == {model: model == "m/good" for model in answers}
