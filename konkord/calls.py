@@ -25,6 +25,7 @@ class CallSettings:
     max_tokens: int = 4096
     seed: int | None = 0
     api_base: str | None = None
+    top_logprobs: int | None = None  # ask for token log-probabilities (a first-pass judge)
 
     def generation(self) -> dict[str, Any]:
         """The sampling settings, as stored with each answer (the server address is not one)."""
@@ -50,6 +51,7 @@ class CallResult:
     error_kind: str | None = None  # "transient" (retries exhausted) or "permanent"
     attempts: int = 0
     cached: bool = False
+    logprobs: list[dict[str, Any]] | None = None  # per token: token, logprob, top alternatives
 
     @property
     def ok(self) -> bool:

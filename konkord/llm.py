@@ -186,9 +186,10 @@ class ModelClient:
 
     def cache_key(self, model: str, messages: list[Message], settings: CallSettings) -> str:
         """A hash of everything that changes the response: model, messages, every setting."""
-        blob = json.dumps(
-            {"model": model, "messages": messages, "settings": asdict(settings)}, sort_keys=True
-        )
+        fields = asdict(settings)
+        if fields["top_logprobs"] is None:
+            del fields["top_logprobs"]  # keys made before log-probabilities existed stay valid
+        blob = json.dumps({"model": model, "messages": messages, "settings": fields}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _response_cache(self) -> ResponseCache | None:
@@ -257,6 +258,8 @@ class ModelClient:
             kwargs["seed"] = settings.seed
         if settings.api_base:
             kwargs["api_base"] = settings.api_base
+        if settings.top_logprobs:
+            kwargs |= {"logprobs": True, "top_logprobs": settings.top_logprobs}
         attempts = 0
         async with self._semaphore(model):
             while True:
@@ -310,4 +313,29 @@ class ModelClient:
             cost_usd=self._cost(litellm, model, response, (tokens_in, tokens_out)),
             latency_s=round(latency, 4),
             attempts=attempts,
+            logprobs=token_logprobs(choice),
         )
+
+
+def token_logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    """The choice's per-token log-probabilities as plain data, or None if the provider sent none.
+
+    Each token becomes {"token", "logprob", "top": [[token, logprob], ...]}, small enough to
+    cache and free of the provider's classes."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    out: list[dict[str, Any]] = []
+    for item in content:
+        top = [
+            [str(getattr(alt, "token", "")), float(getattr(alt, "logprob", float("-inf")))]
+            for alt in getattr(item, "top_logprobs", None) or []
+        ]
+        out.append(
+            {
+                "token": str(getattr(item, "token", "")),
+                "logprob": float(getattr(item, "logprob", float("-inf"))),
+                "top": top,
+            }
+        )
+    return out

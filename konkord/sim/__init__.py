@@ -24,7 +24,7 @@ strength drawn from its name; judge presets are listed in `JUDGE_PRESETS`.
 from __future__ import annotations
 
 from konkord.sim.answers import sim_answer
-from konkord.sim.judge import judge_decision, sim_judge_answer
+from konkord.sim.judge import judge_decision, sim_judge_answer, sim_judge_reply
 from konkord.sim.latent import MAX_DEFECTS, answer_quality, defects_for, task_difficulty
 from konkord.sim.params import (
     JUDGE_PRESETS,
@@ -71,6 +71,7 @@ __all__ = [
     "register_suite",
     "sim_answer",
     "sim_judge_answer",
+    "sim_judge_reply",
     "split_sim_name",
     "task_difficulty",
     "validate_sim_name",

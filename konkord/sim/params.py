@@ -35,6 +35,9 @@ class SimJudgeParams:
     # when unsure: probability of following a fixed arbitrary order of the answer texts (by
     # their hash): the same in both orders and transitive, so consistent, and blind to quality
     fixed_order: float = 0.0
+    # The confidence it reports (the log-probabilities of its verdict token, for a cascade):
+    sure_confidence: float = 0.9  # typical probability it puts on a verdict it read
+    slot_overconfidence: float = 0.0  # when unsure and taking Answer 1: chance it is near-certain
 
 
 JUDGE_PRESETS: dict[str, dict[str, float]] = {
@@ -45,11 +48,29 @@ JUDGE_PRESETS: dict[str, dict[str, float]] = {
     "coin": {"accuracy": 0.0, "position_bias": 0.5, "tie_rate": 0.0},
     "verbose": {"accuracy": 0.7, "length_bias": 0.8},
     "blind": {"accuracy": 0.0, "fixed_order": 1.0, "tie_rate": 0.0},  # consistent, quality-blind
+    # a cheap first-pass judge: often right and sure, but near-certain of Answer 1 when unsure
+    "quick": {
+        "accuracy": 0.7,
+        "position_bias": 0.75,
+        "length_bias": 0.3,
+        "tie_rate": 0.05,
+        "sure_confidence": 0.88,
+        "slot_overconfidence": 0.8,
+    },
 }
 
 _MODEL_KEYS = {f.name for f in fields(SimModelParams)} - {"name"}
 _JUDGE_KEYS = {f.name for f in fields(SimJudgeParams)} - {"name"}
-_UNIT_KEYS = {"accuracy", "position_bias", "length_bias", "tie_rate", "verbosity", "fixed_order"}
+_UNIT_KEYS = {
+    "accuracy",
+    "position_bias",
+    "length_bias",
+    "tie_rate",
+    "verbosity",
+    "fixed_order",
+    "sure_confidence",
+    "slot_overconfidence",
+}
 
 
 def _rng(*parts: Any) -> random.Random:

@@ -6,25 +6,57 @@ from typing import Any
 
 from konkord.errors import KonkordError
 from konkord.sim.answers import sim_answer
-from konkord.sim.judge import sim_judge_answer
+from konkord.sim.judge import sim_judge_reply
 
 
 def _text_of(messages: list[dict[str, Any]]) -> str:
     return "\n".join(str(m.get("content") or "") for m in messages)
 
 
-def _make_response(litellm: Any, model: str, text: str, messages: list[dict[str, Any]]) -> Any:
+def verdict_logprobs(text: str, probs: dict[str, float]) -> dict[str, Any]:
+    """OpenAI-style `logprobs` for a response: the text before the verdict value as one token,
+    the value as a token whose alternatives carry `probs`, then the rest."""
+    import math
+
+    at = text.rfind("VERDICT: ") + len("VERDICT: ")
+    value = text[at:].split("\n", 1)[0]
+    names = {"1": "1", "2": "2", "tie": "TIE"}
+    top = [
+        {"token": names[k], "logprob": math.log(p), "bytes": None}
+        for k, p in sorted(probs.items(), key=lambda kv: -kv[1])
+        if p > 0
+    ]
+    chosen = next((t["logprob"] for t in top if t["token"] == value), -20.0)
+    tokens = [
+        {"token": text[:at], "logprob": -0.01, "bytes": None, "top_logprobs": []},
+        {"token": value, "logprob": chosen, "bytes": None, "top_logprobs": top},
+    ]
+    if text[at + len(value) :]:
+        tokens.append(
+            {"token": text[at + len(value) :], "logprob": -0.01, "bytes": None, "top_logprobs": []}
+        )
+    return {"content": tokens}
+
+
+def _make_response(
+    litellm: Any,
+    model: str,
+    text: str,
+    messages: list[dict[str, Any]],
+    logprobs: dict[str, Any] | None = None,
+) -> Any:
     prompt_tokens = max(1, len(_text_of(messages)) // 4)
     completion_tokens = max(1, len(text) // 4)
+    choice: dict[str, Any] = {
+        "index": 0,
+        "finish_reason": "stop",
+        "message": {"role": "assistant", "content": text},
+    }
+    if logprobs is not None:
+        choice["logprobs"] = logprobs
     response = litellm.ModelResponse(
         model=model,
-        choices=[
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": text},
-            }
-        ],
+        choices=[choice],
         usage={
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -47,13 +79,16 @@ def register(litellm: Any) -> None:
         def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
             params = kwargs.get("optional_params") or {}
             try:
-                text = self._answer(model, messages, params.get("seed"))
+                reply = self._answer(model, messages, params.get("seed"))
             except KonkordError as exc:
                 # A malformed name is the caller's mistake: permanent, never retried.
                 raise litellm.BadRequestError(
                     message=str(exc), model=model, llm_provider=self._provider
                 ) from None
-            return _make_response(litellm, model, text, messages)
+            text, probs = reply if isinstance(reply, tuple) else (reply, None)
+            wanted = probs is not None and params.get("logprobs")
+            logprobs = verdict_logprobs(text, probs) if wanted else None
+            return _make_response(litellm, model, text, messages, logprobs)
 
         async def acompletion(
             self, model: str, messages: list[Any], *args: Any, **kwargs: Any
@@ -68,7 +103,7 @@ def register(litellm: Any) -> None:
     litellm.custom_provider_map = [
         *existing,
         {"provider": "sim", "custom_handler": SimProvider("sim", sim_answer)},
-        {"provider": "sim-judge", "custom_handler": SimProvider("sim-judge", sim_judge_answer)},
+        {"provider": "sim-judge", "custom_handler": SimProvider("sim-judge", sim_judge_reply)},
     ]
     # litellm reads the map into its provider list when a call is made through it.
     from litellm.utils import custom_llm_setup
