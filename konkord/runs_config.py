@@ -57,6 +57,31 @@ class LabelPlan(BaseModel):
     simulated_labellers: tuple[SimulatedLabeller, ...] = ()
 
 
+class Cascade(BaseModel):
+    """A cheap first-pass judge in front of the run's judge: it judges every pair in both
+    orders, and a pair goes to the strong judge unless both orders agree and its averaged
+    confidence reaches `accept_at`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_pass: str
+    strong: str | None = Field(default=None, description="Default: the run's first judge.")
+    accept_at: float = Field(default=0.8, ge=0.5, le=1.0)
+    confidence: str = "logprobs"
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: str) -> str:
+        from konkord.confidence import parse_confidence
+
+        parse_confidence(value)
+        return value
+
+    def strong_judge(self, judges: tuple[str, ...]) -> str | None:
+        """The judge the cascade escalates to: `strong`, else the run's first judge."""
+        return self.strong or (judges[0] if judges else None)
+
+
 class RunEntry(BaseModel):
     """One published run: what was asked of which models, judged by whom."""
 
@@ -71,6 +96,7 @@ class RunEntry(BaseModel):
     prices: dict[str, Price] = {}
     generation: Generation = Generation()
     api_base: str | None = None
+    cascade: Cascade | None = None
 
     @field_validator("name")
     @classmethod
@@ -110,12 +136,27 @@ class RunEntry(BaseModel):
         for index, judge in enumerate(self.judges):
             if judge in self.models:
                 out.append((("judges", index), f'"{judge}" is also a ranked model'))
+        if self.cascade is not None:
+            out += self._cascade_problems(self.cascade)
+        first_pass = {self.cascade.first_pass} if self.cascade else set()
         for model in self.prices:
-            if model not in self.models and model not in self.judges:
+            if model not in self.models and model not in self.judges and model not in first_pass:
                 out.append(
                     (("prices", model), f'"{model}" is neither a model nor a judge of this run')
                 )
         return out
+
+    def _cascade_problems(self, cascade: Cascade) -> list[tuple[Loc, str]]:
+        strong = cascade.strong_judge(self.judges)
+        if strong is None:
+            return [(("cascade",), "needs a strong judge: list one in \"judges\"")]
+        if strong not in self.judges:
+            return [(("cascade", "strong"), f'"{strong}" is not one of this run\'s judges')]
+        if cascade.first_pass in self.models:
+            return [(("cascade", "first_pass"), f'"{cascade.first_pass}" is also a ranked model')]
+        if cascade.first_pass == strong:
+            return [(("cascade", "first_pass"), "is the strong judge itself")]
+        return []
 
     @property
     def results_path(self) -> Path:

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from konkord.errors import KonkordError
 from konkord.llm import CallSettings
-from konkord.runs_config import DEFAULT_RUNS_FILE, LabelPlan, Price, RunEntry, load_runs
+from konkord.runs_config import (
+    DEFAULT_RUNS_FILE,
+    Cascade,
+    LabelPlan,
+    Price,
+    RunEntry,
+    load_runs,
+)
 from konkord.suite import Suite, load_suite
 
 RUNS_ROOT = Path("runs")
@@ -32,6 +39,7 @@ class RunSpec:
     label_plan: LabelPlan = field(default_factory=LabelPlan)
     results_path: Path = Path("results/run.json")
     in_runs_file: bool = False
+    cascade: Cascade | None = None  # a first-pass judge in front of the strong one
 
     @property
     def run_dir(self) -> Path:
@@ -54,6 +62,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         label_plan=entry.label_plan,
         results_path=entry.results_path,
         in_runs_file=True,
+        cascade=entry.cascade,
     )
 
 
@@ -78,6 +87,8 @@ def write_manifest(spec: RunSpec) -> None:
         },
         "api_base": spec.settings.api_base,
     }
+    if spec.cascade is not None:
+        manifest["cascade"] = spec.cascade.model_dump(exclude_none=True)
     path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 

@@ -27,12 +27,30 @@ import click
 @click.option(
     "--api-base", help="Base URL of an OpenAI-compatible server for the judge [default: the run's]."
 )
+@click.option(
+    "--first-pass",
+    help="Cheap judge in front of --judge: it judges every pair, the strong judge only the "
+    "pairs where its two orders disagree or its confidence is under --accept-at.",
+)
+@click.option(
+    "--accept-at",
+    type=click.FloatRange(0.5, 1.0),
+    help="Averaged confidence at which the first pass decides a pair [default: 0.8].",
+)
+@click.option(
+    "--confidence",
+    help="Where the first pass's confidence comes from: logprobs (of the verdict token) or "
+    "samples:N (vote share of N calls per order at temperature 1) [default: logprobs].",
+)
 def judge(
     run_name: str,
     judges: tuple[str, ...],
     concurrency: int,
     max_tokens: int,
     api_base: str | None,
+    first_pass: str | None,
+    accept_at: float | None,
+    confidence: str | None,
 ) -> None:
     """Judge every pair of answers of a run, blind and in both orders.
 
@@ -51,6 +69,12 @@ def judge(
         raise KonkordError("--max-tokens must be a positive number of tokens")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
+    from konkord.commands.judge_cascade import cascade_plan, run_cascade
+
+    plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)
+    if plan is not None:
+        run_cascade(spec, plan, concurrency, max_tokens, api_base)
+        return
     for note in preflight(spec, chosen):
         click.echo(f"note: {note}", err=True)
     click.echo(

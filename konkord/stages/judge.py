@@ -167,8 +167,12 @@ async def judge_run(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     on_progress: ProgressCallback | None = None,
     api_base: str | None = None,
+    only: Callable[[JudgeItem], bool] | None = None,
 ) -> JudgeSummary:
     """Judge every pair with answers, in both orders, by each judge; skip what is recorded.
+
+    `only` limits the calls to the items it accepts (a cascade's strong judge sees the
+    escalated pairs alone).
 
     Refuses before any call: no judge, a judge sharing a provider family with any model of the
     run, or verdicts of a judge made under another prompt. `api_base` defaults to the run's."""
@@ -178,6 +182,8 @@ async def judge_run(
     fhash = frame_hash(system_prompt)
     summary = JudgeSummary(spec.name, fhash, notes=preflight(spec, judges))
     items, summary.skipped_pairs = _items(spec, log, judges)
+    if only is not None:
+        items = [item for item in items if only(item)]
     todo: list[JudgeItem] = []
     unparseable: set[tuple[str, str, str, str, str]] = set()
     for judge in judges:

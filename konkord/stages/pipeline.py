@@ -78,14 +78,21 @@ def ensure_run(
             )
     notes: list[str] = []
     for judge in spec.judges:
+        from konkord.stages.cascade import cascade_for, cascade_run
         from konkord.stages.judge import judge_run
 
         owed = _missing_verdicts(spec, judge)
         if not owed:
             continue
-        _require_credentials(spec, f"verdicts of {judge}", owed, (judge,))
-        echo(f"  {spec.name}: judging {owed} calls with {judge}")
-        judged = asyncio.run(judge_run(spec, [judge], ModelClient(prices=spec.prices)))
+        cascade = cascade_for(spec, judge)
+        who = (judge,) if cascade is None else (cascade.first_pass, judge)
+        _require_credentials(spec, f"verdicts of {judge}", owed, who)
+        echo(f"  {spec.name}: judging {owed} calls with {' then '.join(who)}")
+        judged = asyncio.run(
+            judge_run(spec, [judge], ModelClient(prices=spec.prices))
+            if cascade is None
+            else cascade_run(spec, cascade, ModelClient(prices=spec.prices))
+        )
         if judged.failed:
             notes.append(f"run {spec.name}: judge {judge}: {judged.failed} calls failed")
     notes.extend(_simulated_labels(spec, echo))
@@ -99,9 +106,11 @@ def ensure_run(
 
 
 def _missing_verdicts(spec: RunSpec, judge: str) -> int:
+    from konkord.stages.cascade import cascade_for, missing_calls
     from konkord.stages.judge import missing_verdicts
 
-    return missing_verdicts(spec, judge)
+    cascade = cascade_for(spec, judge)
+    return missing_verdicts(spec, judge) if cascade is None else missing_calls(spec, cascade)
 
 
 def _offline_note(spec: RunSpec, owed_answers: int, owed_verdicts: dict[str, int]) -> str:
