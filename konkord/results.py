@@ -292,6 +292,61 @@ class AnchoredRanking(Strict):
     summary: str = ""
     method: str = ""
     holdout: AnchoredHoldout | None = None
+class SelectiveRow(Strict):
+    """One threshold of the selective-accuracy table of a cascade's first pass."""
+
+    threshold: float
+    decided: Proportion = Field(description="Pairs the first pass decides, of all it judged.")
+    agreement: Proportion = Field(description="Labels agreeing with it on the decided pairs.")
+    one_order_decided: Proportion = Field(description="The same rule on order ab alone.")
+    one_order_agreement: Proportion
+    lean_right: Proportion = Field(
+        description="Escalated labelled pairs where the averaged lean matched the label "
+        "(not trusted: never used as a verdict)."
+    )
+
+
+class CascadeSide(Strict):
+    """The whole cascade, or the strong judge alone: agreement with people, calls, cost."""
+
+    agreement: Proportion
+    calls: int = Field(description="Calls over all pairs, both judges.")
+    strong_calls: int = Field(description="Of those, calls to the strong judge.")
+    cost_usd: float | None = Field(description="None when a price is unknown.")
+
+
+class CascadeBlock(Strict):
+    """A cheap first pass in front of the strong judge: who decided what, and what it is worth."""
+
+    first_pass: str
+    strong: str
+    accept_at: float
+    confidence: str
+    pairs: int = Field(description="Pairs the first pass judged in both orders.")
+    decided_first_pass: int
+    decided_strong: int
+    pending: int = Field(description="Escalated pairs the strong judge has not judged yet.")
+    selective: list[SelectiveRow]
+    labels: int = Field(description="Labels on pairs the first pass judged.")
+    compared_labels: int = Field(
+        description="Of those, labels on pairs the strong judge also judged in both orders."
+    )
+    cascade: CascadeSide | None = None
+    strong_alone: CascadeSide | None = None
+    saved_strong_calls: int | None = None
+    saved_cost_usd: float | None = None
+
+
+class CascadePair(Strict):
+    """Who decided one pair of a cascade, and the first pass's probabilities as evidence."""
+
+    decided_by: Literal["first_pass", "strong", "pending"]
+    first_pass: str
+    probs_ab: dict[str, float] = Field(description="Order ab, in model terms: a, b, tie.")
+    probs_ba: dict[str, float]
+    orders_agree: bool
+    confidence: float = Field(description="Averaged probability of the order-ab verdict.")
+    lean: str = Field(description="Model (or tie) the averaged probabilities favour.")
 
 
 class JudgeBlock(Strict):
@@ -311,6 +366,7 @@ class JudgeBlock(Strict):
     bootstrap: BootstrapInfo
     calibration: Calibration = Calibration(status="uncalibrated")
     anchored: AnchoredRanking | None = None
+    cascade: CascadeBlock | None = None
 
 
 class CostLine(Strict):
@@ -388,6 +444,7 @@ class ComparisonView(Strict):
     complete: bool
     orders: list[OrderVerdict]
     labels: list[LabelView] = []
+    cascade: CascadePair | None = None
 
 
 class TaskView(Strict):

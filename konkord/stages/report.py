@@ -17,6 +17,8 @@ from konkord.evidence import EvidenceLog, Record
 from konkord.llm import is_offline_model
 from konkord.runspec import RunSpec
 from konkord.stages.calibrate import calibration_block
+from konkord.stages.cascade_report import cascade_block, mark_comparisons
+from konkord.stages.cascade_view import cascade_pairs, final_records, plan_of
 from konkord.stages.current import (
     answer_shas,
     current_labels,
@@ -123,6 +125,8 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
     digest = hashlib.sha256()
     digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
     digest.update(spec.suite.model_dump_json().encode())
+    if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
+        digest.update(spec.cascade.model_dump_json().encode())
     for stream in EVIDENCE_STREAMS:
         path = spec.run_dir / f"{stream}.jsonl"
         digest.update(stream.encode())
@@ -149,6 +153,10 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         )
     labels = current_labels(log)
     checks = _current_checks(spec)
+    plan = plan_of(spec)
+    cascade = None if plan is None else cascade_pairs(spec, log, plan, shas)
+    if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
+        judges = [j for j in judges if j != plan.first_pass]
     blocks = []
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     cost = [
@@ -157,15 +165,24 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
     ]
     for judge in judges:
         records = load_verdicts(log, judge, answer_shas=shas)
+        if cascade is not None and judge == cascade.plan.strong:
+            records = final_records(cascade)
         combined = combine_verdicts(records)
         combined_by_judge[judge] = combined
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = _calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
+        if cascade is not None and judge == cascade.plan.strong:
+            block.cascade = cascade_block(cascade, labels, spec.prices)
+            records = load_verdicts(log, judge, answer_shas=shas)
+            cost.append(cost_line(cascade.plan.first_pass, "judge", cascade.first_records))
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records))
     suite = spec.suite
+    tasks = task_views(spec, answers, combined_by_judge, labels, checks)
+    if cascade is not None:
+        mark_comparisons(tasks, cascade)
     return R.Results(
         konkord_version=__version__,
         run=spec.name,
@@ -185,6 +202,6 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         judge_blocks=blocks,
         cost=cost,
         pass_rates=pass_rates_block(spec, answers, checks),
-        tasks=task_views(spec, answers, combined_by_judge, labels, checks),
+        tasks=tasks,
         judge_panel=judge_panel(spec, log, combined_by_judge, answers, labels, options),
     )
