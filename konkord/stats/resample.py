@@ -25,14 +25,15 @@ every resample (a nested bootstrap or a sandwich formula) and is erratic at 14-2
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 import numpy as np
 import scipy.sparse
-from scipy.special import ndtr, ndtri
-from scipy.stats import t as student_t
+from scipy.special import ndtr, ndtri, stdtrit
 
+from .batchfit import batch_rows, fit_batches, task_scores
 from .bt import (
     DEFAULT_PRIOR,
     BatchModelVector,
@@ -41,9 +42,6 @@ from .bt import (
     FloatArray,
     IntArray,
     fit_bt_wins,
-    newton_bt,
-    raw_win_rate,
-    task_win_matrices,
     win_matrix,
 )
 from .bt import expected_win_rate as _expected_win_rate
@@ -170,7 +168,9 @@ def bootstrap_interval(
     z_hi = float(ndtri(1.0 - alpha / 2.0))
     if n_units is not None and n_units > 1:
         z_hi = float(
-            np.sqrt(n_units / (n_units - 1.0)) * student_t.ppf(1.0 - alpha / 2.0, n_units - 1)
+            # stdtrit is the Student t quantile that scipy.stats.t.ppf calls, without the
+            # 0.7 s import of scipy.stats.
+            np.sqrt(n_units / (n_units - 1.0)) * stdtrit(n_units - 1, 1.0 - alpha / 2.0)
         )
     quantiles = np.empty((2, *point.shape))
     if method == "percentile":
@@ -222,13 +222,22 @@ def _quantile(draws: FloatArray, q: FloatArray) -> FloatArray:
 
 def task_weights(n_tasks: int, n_resamples: int, seed: int) -> IntArray:
     """How many times each task is drawn in each resample, (B, T); seeded."""
+    batches = list(task_weight_batches(n_tasks, n_resamples, seed, max(1, n_resamples)))
+    if not batches:
+        return np.zeros((0, n_tasks), dtype=np.int64)
+    return batches[0]
+
+
+def task_weight_batches(n_tasks: int, n_resamples: int, seed: int, rows: int) -> Iterator[IntArray]:
+    """`task_weights` a batch of `rows` resamples at a time, drawn from one generator in
+    order, so that the batches together are exactly `task_weights(n_tasks, n_resamples, seed)`."""
     rng = np.random.default_rng(seed)
-    drawn = rng.integers(0, n_tasks, size=(n_resamples, n_tasks))
-    drawn += n_tasks * np.arange(n_resamples)[:, None]
-    weights: IntArray = np.bincount(drawn.ravel(), minlength=n_resamples * n_tasks).reshape(
-        n_resamples, n_tasks
-    )
-    return weights
+    for start in range(0, n_resamples, rows):
+        k = min(rows, n_resamples - start)
+        drawn = rng.integers(0, n_tasks, size=(k, n_tasks))
+        drawn += n_tasks * np.arange(k)[:, None]
+        weights: IntArray = np.bincount(drawn.ravel(), minlength=k * n_tasks).reshape(k, n_tasks)
+        yield weights
 
 
 def _judgment_cells(comp: Comparisons) -> tuple[IntArray, scipy.sparse.csr_matrix]:
@@ -269,42 +278,47 @@ def bootstrap(
     m = comp.n_models
     wins_all = win_matrix(comp)
     point = fit_bt_wins(wins_all, prior=prior)
-    leave_out: FloatArray | None = None
+    flat_all = wins_all.reshape(1, m * m)
+    jack_batches: Iterable[FloatArray] | None = None
     jack_weight: FloatArray | None = None
+    n_jack = 0
     if mode == "task":
-        per_task = task_win_matrices(comp).reshape(comp.n_tasks, m * m)
         # Tasks with no comparison yet carry no information: resampling them would only
         # make the size of each resample random.
-        per_task = per_task[per_task.any(axis=1)]
-        n_units = per_task.shape[0]
-        weights = task_weights(n_units, n_resamples, seed).astype(np.float64)
-        wins = (weights @ per_task).reshape(n_resamples, m, m)
+        scores = task_scores(comp)
+        n_units = scores.shape[0]
+        rows = batch_rows(m, n_units)
+        batches: Iterable[FloatArray] = (
+            (weights.astype(scores.dtype) @ scores).astype(np.float64).reshape(-1, m, m)
+            for weights in task_weight_batches(n_units, n_resamples, seed, rows)
+        )
         if method == "bca":
-            leave_out = wins_all.reshape(1, m * m) - per_task
+            jack_batches = (
+                (flat_all - scores[k : k + rows]).reshape(-1, m, m) for k in range(0, n_units, rows)
+            )
             jack_weight = np.ones(n_units)
+            n_jack = n_units
     elif mode == "judgments":
         counts, cell_matrix = _judgment_cells(comp)
         n_units = len(comp)
         rng = np.random.default_rng(seed)
         draws = rng.multinomial(n_units, counts / n_units, size=n_resamples).astype(np.float64)
-        wins = np.asarray((cell_matrix.T @ draws.T).T).reshape(n_resamples, m, m)
+        batches = [np.asarray((cell_matrix.T @ draws.T).T).reshape(n_resamples, m, m)]
         # Leaving out any one of a cell's identical judgments gives the same fit, so the
         # jackknife needs one fit per distinct (pair, outcome), weighted by its count.
         if method == "bca" and counts.size <= _MAX_JACKKNIFE_CELLS:
-            leave_out = wins_all.reshape(1, m * m) - cell_matrix.toarray()
+            jack_batches = [(flat_all - cell_matrix.toarray()).reshape(-1, m, m)]
             jack_weight = counts.astype(np.float64)
+            n_jack = counts.size
     else:
         raise ValueError(f"mode must be 'task' or 'judgments', got {mode!r}")
-    fits = [newton_bt(wins, prior=prior, init=point.log_strength, workers=workers)]
+    init = point.log_strength
+    fits = [fit_batches(batches, n_resamples, m, prior, init, workers)]
     jack = None
-    if leave_out is not None and jack_weight is not None:
-        fits.append(
-            newton_bt(
-                leave_out.reshape(-1, m, m), prior=prior, init=point.log_strength, workers=workers
-            )
-        )
-        jack = Jackknife(fits[1].beta, raw_win_rate(leave_out.reshape(-1, m, m)), jack_weight)
-    beta = fits[0].beta
+    if jack_batches is not None and jack_weight is not None:
+        fits.append(fit_batches(jack_batches, n_jack, m, prior, init, workers))
+        jack = Jackknife(fits[1].log_strength, fits[1].raw_win_rate, jack_weight)
+    beta = fits[0].log_strength
     return Bootstrap(
         mode=mode,
         method=method,
@@ -312,14 +326,14 @@ def bootstrap(
         level=level,
         seed=seed,
         n_units=n_units,
-        n_tasks=int(np.unique(comp.task).size),
+        n_tasks=int(np.count_nonzero(np.bincount(comp.task, minlength=comp.n_tasks))),
         point=point,
         log_strength=beta,
         rating=np.exp(beta),
         expected_win_rate=_expected_win_rate(beta),
-        raw_win_rate=raw_win_rate(wins),
+        raw_win_rate=fits[0].raw_win_rate,
         jackknife=jack,
-        iterations_max=max(int(f.iterations.max(initial=0)) for f in fits),
-        n_converged=sum(int(f.converged.sum()) for f in fits),
-        n_fits=sum(int(f.converged.size) for f in fits),
+        iterations_max=max(f.iterations_max for f in fits),
+        n_converged=sum(f.n_converged for f in fits),
+        n_fits=sum(f.n_fits for f in fits),
     )
