@@ -1,22 +1,32 @@
-"""Speed of the statistics engine, end to end from pair outcomes to intervals and rank groups.
+"""Speed and memory of the statistics engine, end to end from pair outcomes to rank groups.
 
 Prints, in one run:
-- 20 models x 1,000 tasks (190,000 pair outcomes), 1,000 task-bootstrap resamples;
-- the same work done the slow ways, timed on a few resamples and scaled to 1,000: a plain
+- 20 models x 1,000 tasks (190,000 pair outcomes), 1,000 task-bootstrap resamples, beside
+  the same work done the slow ways, timed on a few resamples and scaled to 1,000: a plain
   loop refitting with choix.ilsr_pairwise per resample, and a loop of MM fits (Hunter 2004)
   on counts re-aggregated per resample;
-- 100 models x 200 tasks (990,000 pair outcomes), 1,000 resamples.
+- a scaling table up to 40 models x 5,000 tasks (3.9 million pair outcomes; aim: under 2 s
+  and 300 MB) and 150 models x 500 tasks (Arena's number of models; aim: under 5 s). Each
+  size runs in its own process (`--repeats` times: median and range), which loads the pair
+  outcomes from disk, so its peak memory (VmHWM) is the interpreter, the inputs and the
+  engine's own working memory, and nothing of the simulation that made them. Beside each
+  row, its anchor: the MM loop timed on a few resamples of the same data in the same run.
 
-Run: python benchmarks/bench_stats.py [--choix-resamples 2] [--mm-resamples 20]
+Run: python benchmarks/bench_stats.py [--choix-resamples 2] [--mm-resamples 20] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import choix
 import numpy as np
@@ -48,9 +58,12 @@ def end_to_end(arrays: tuple[np.ndarray, ...], n_models: int, n_tasks: int) -> d
 
 
 def timed(repeats: int, work: Callable[[], dict[str, float]]) -> dict[str, float]:
-    """Median of each figure over `repeats` runs (the machine is shared)."""
+    """Median of each figure over `repeats` runs (the machine is shared), and the range of the
+    total as `low` and `high`."""
     runs = [work() for _ in range(repeats)]
-    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    totals = [r["total"] for r in runs]
+    return {**median, "low": min(totals), "high": max(totals)}
 
 
 def resampled_rows(task: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -115,11 +128,79 @@ def field_arrays(n_models: int, n_tasks: int) -> tuple[np.ndarray, ...]:
     return comp.task, comp.i, comp.j, comp.score
 
 
+# One size end to end in a fresh process; prints its figures as JSON.
+CHILD = """
+import json, sys, time
+import numpy as np
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+from konkord.stats.bt import comparisons
+from konkord.stats.ranking import rank
+from konkord.stats.resample import bootstrap
+n_models, n_tasks = int(sys.argv[2]), int(sys.argv[3])
+with np.load(sys.argv[1]) as data:
+    arrays = data["task"], data["i"], data["j"], data["score"]
+inputs = sum(a.nbytes for a in arrays) / 2**20
+before = status("VmRSS:")
+started, cpu_started = time.perf_counter(), time.process_time()
+boot = bootstrap(comparisons(*arrays, n_models, n_tasks), n_resamples=1000, seed=0)
+boot.intervals()
+rank(boot)
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+assert boot.n_converged == boot.n_fits, "some fits did not converge"
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mib": status("VmHWM:"), "before_mib": before,
+                  "inputs_mib": inputs}))
+"""
+
+SIZES = ((20, 1000), (40, 1000), (40, 5000), (80, 500), (100, 200), (150, 500))
+AIMS = {(40, 5000): "aim < 2 s, < 300 MiB", (150, 500): "aim < 5 s"}
+
+
+def in_process(path: Path, n_models: int, n_tasks: int) -> dict[str, float]:
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), str(n_models), str(n_tasks)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def scaling_table(repeats: int, mm_resamples: int) -> None:
+    """Each size in `repeats` fresh processes: median [range] time, peak memory, MM anchor."""
+    print(
+        f"{'models x tasks':>15} {'outcomes':>10} {'seconds, median [range]':>25} {'CPU s':>6} "
+        f"{'peak MiB (at start; inputs)':>28} {'MM loop, 1000':>14} {'speed-up':>9}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for n_models, n_tasks in SIZES:
+            arrays = field_arrays(n_models, n_tasks)
+            path = Path(tmp) / f"field-{n_models}-{n_tasks}.npz"
+            np.savez(path, task=arrays[0], i=arrays[1], j=arrays[2], score=arrays[3])
+            runs = [in_process(path, n_models, n_tasks) for _ in range(repeats)]
+            seconds = [r["seconds"] for r in runs]
+            median = statistics.median(seconds)
+            peak = statistics.median(r["peak_mib"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
+            per_mm = mm_loop(arrays, n_models, n_tasks, mm_resamples)
+            aim = AIMS.get((n_models, n_tasks), "")
+            print(
+                f"{n_models:>6} x {n_tasks:<6} {arrays[0].size:>10,} "
+                f"{median:>9.2f} [{min(seconds):.2f}-{max(seconds):.2f}]{'':>5} {cpu:>6.2f} "
+                f"{peak:>12.0f} ({runs[0]['before_mib']:>4.0f}; {runs[0]['inputs_mib']:>4.0f}) "
+                f"{1000 * per_mm:>12.0f} s {1000 * per_mm / median:>8.0f}x  {aim}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--choix-resamples", type=int, default=2)
     parser.add_argument("--mm-resamples", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scale-mm-resamples", type=int, default=2)
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}")
 
@@ -127,7 +208,8 @@ def main() -> None:
     ours = timed(args.repeats, lambda: end_to_end(arrays, 20, 1000))
     print(
         f"20 models x 1000 tasks ({arrays[0].size:,} pair outcomes), 1000 task resamples "
-        f"+ BCa jackknife: {ours['total']:.3f} s end to end (bootstrap {ours['bootstrap']:.3f}, "
+        f"+ BCa jackknife: {ours['total']:.3f} s [{ours['low']:.3f}-{ours['high']:.3f}] end to "
+        f"end (median of {args.repeats}; bootstrap {ours['bootstrap']:.3f}, "
         f"intervals {ours['intervals']:.3f}, differences and groups {ours['ranking']:.3f}; "
         f"at most {ours['iterations']:.0f} Newton iterations)"
     )
@@ -142,13 +224,12 @@ def main() -> None:
             f"speed-up {1000 * per / ours['total']:.0f}x"
         )
 
-    arrays = field_arrays(100, 200)
-    big = timed(1, lambda: end_to_end(arrays, 100, 200))
     print(
-        f"100 models x 200 tasks ({arrays[0].size:,} pair outcomes), 1000 task resamples: "
-        f"{big['total']:.2f} s end to end (bootstrap {big['bootstrap']:.2f}, intervals "
-        f"{big['intervals']:.2f}, differences and groups {big['ranking']:.2f})"
+        f"\nScaling, 1000 task resamples + BCa jackknife + differences and groups, each in a "
+        f"fresh process ({args.repeats} repeats); MM loop timed on {args.scale_mm_resamples} "
+        "resamples per size (no jackknife):"
     )
+    scaling_table(args.repeats, args.scale_mm_resamples)
 
 
 if __name__ == "__main__":

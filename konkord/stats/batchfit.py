@@ -29,6 +29,7 @@ from .bt import (
 
 _BATCH_ELEMENTS = 1 << 20  # fits x max(M x M, tasks) formed at once: 8 MB in float64
 _EXACT_FLOAT32 = float(1 << 22)  # sums of halves below this are exact in float32
+_BLOCK_ELEMENTS = 1 << 18  # (tasks x pairs) counted at once while packing the scores
 
 
 def batch_rows(n_models: int, n_units: int = 0) -> int:
@@ -40,40 +41,55 @@ def task_scores(comp: Comparisons) -> npt.NDArray[np.floating]:
     """Score matrices of the tasks holding a comparison, flattened: (U, M*M), in task order.
 
     Row u, entry a*M+b is the score of a against b on the u-th such task. Float32 when the
-    sums of up to U tasks stay exact in it (scores in halves), else float64. Built from one
-    key per comparison on the M(M-1)/2 unordered pairs, so the transient arrays are a
-    quarter of a (T, M, M) float64 stack each.
+    sums of up to U tasks stay exact in it (scores in halves), else float64. Built a block
+    of tasks at a time from one key per comparison on the M(M-1)/2 unordered pairs, so the
+    working arrays stay small beside the result.
     """
-    m = comp.n_models
+    halves = bool(np.all((comp.score == 0.0) | (comp.score == 0.5) | (comp.score == 1.0)))
+    scores, largest = _task_scores(comp, np.float32 if halves else np.float64)
+    per_task = np.bincount(comp.task, minlength=comp.n_tasks)
+    used = np.flatnonzero(per_task)
+    if scores.dtype == np.float32 and used.size * largest >= _EXACT_FLOAT32:
+        scores, _ = _task_scores(comp, np.float64)
+    return scores if used.size == comp.n_tasks else scores[used]
+
+
+def _task_scores(
+    comp: Comparisons, dtype: type[np.floating]
+) -> tuple[npt.NDArray[np.floating], float]:
+    """(T, M*M) score matrices of every task in `dtype`, and the largest entry."""
+    m, n_tasks = comp.n_models, comp.n_tasks
     first, second = np.triu_indices(m, k=1)
     n_pairs = first.size
     pair_of = np.zeros(m * m, dtype=np.int64)
     pair_of[first * m + second] = np.arange(n_pairs)
-    # In place where it can be: these arrays are as long as the comparisons.
-    key = np.minimum(comp.i, comp.j)
-    key *= m
-    key += np.maximum(comp.i, comp.j)
-    np.take(pair_of, key, out=key, mode="clip")
-    key += comp.task * n_pairs
-    # The score of the lower-numbered model of each pair, then (in place) of the other one.
-    score = comp.score.copy()
-    flipped = comp.i > comp.j
-    np.subtract(1.0, score, out=score, where=flipped)
-    halves = bool(np.all((score == 0.0) | (score == 0.5) | (score == 1.0)))
-    size = comp.n_tasks * n_pairs
-    won = np.bincount(key, weights=score, minlength=size).reshape(comp.n_tasks, n_pairs)
-    np.copyto(score, comp.score)
-    np.subtract(1.0, score, out=score, where=~flipped)
-    lost = np.bincount(key, weights=score, minlength=size).reshape(comp.n_tasks, n_pairs)
-    del key, score, flipped
-    used = np.flatnonzero(won.any(axis=1) | lost.any(axis=1))
-    largest = max(float(won.max(initial=0.0)), float(lost.max(initial=0.0)))
-    exact32 = halves and used.size * largest < _EXACT_FLOAT32
-    out = np.zeros((used.size, m * m), dtype=np.float32 if exact32 else np.float64)
-    every = used.size == comp.n_tasks
-    out[:, first * m + second] = won if every else won[used]
-    out[:, second * m + first] = lost if every else lost[used]
-    return out
+    upper, lower = first * m + second, second * m + first
+    out = np.zeros((n_tasks, m * m), dtype=dtype)
+    # Comparisons in task order (stable: within a task their order is kept), cut in blocks
+    # of whole tasks.
+    order = None
+    if comp.task.size > 1 and bool(np.any(comp.task[1:] < comp.task[:-1])):
+        order = np.argsort(comp.task, kind="stable")
+    ends = np.cumsum(np.bincount(comp.task, minlength=n_tasks))
+    block = max(1, _BLOCK_ELEMENTS // n_pairs)
+    largest = 0.0
+    for t0 in range(0, n_tasks, block):
+        t1 = min(t0 + block, n_tasks)
+        start, stop = (int(ends[t0 - 1]) if t0 else 0), int(ends[t1 - 1])
+        rows = slice(start, stop) if order is None else order[start:stop]
+        i, j, score = comp.i[rows], comp.j[rows], comp.score[rows]
+        key = pair_of[np.minimum(i, j) * m + np.maximum(i, j)]
+        key += (comp.task[rows] - t0) * n_pairs
+        flipped = i > j
+        size = (t1 - t0) * n_pairs
+        # The score of the lower-numbered model of each pair, and of the other one.
+        won = np.bincount(key, weights=np.where(flipped, 1.0 - score, score), minlength=size)
+        lost = np.bincount(key, weights=np.where(flipped, score, 1.0 - score), minlength=size)
+        largest = max(largest, float(won.max(initial=0.0)), float(lost.max(initial=0.0)))
+        part = out[t0:t1]
+        part[:, upper] = won.reshape(t1 - t0, n_pairs)
+        part[:, lower] = lost.reshape(t1 - t0, n_pairs)
+    return out, largest
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ DEFAULT_TOL = 1e-9
 DEFAULT_MAX_ITER = 100
 _CHUNK_ELEMENTS = 1 << 20  # (fits x M x M) per chunk: 8 MB per temporary
 _MAX_HALVINGS = 30
+_BLOCK_ROWS = 1 << 18  # comparisons counted at once
 _single_blas_depth = 0  # single_threaded_blas() blocks in force
 
 
@@ -146,11 +147,19 @@ def task_win_matrices(comp: Comparisons) -> TaskPairMatrix:
 
 
 def win_matrix(comp: Comparisons) -> PairMatrix:
-    """The score matrix of the whole run, [a, b] = score of a against b."""
+    """The score matrix of the whole run, [a, b] = score of a against b.
+
+    Counted a block of comparisons at a time, so that millions of them need no temporary
+    arrays as long as they are (sums of halves are exact in any order).
+    """
     m = comp.n_models
-    flat = np.bincount(comp.i * m + comp.j, weights=comp.score, minlength=m * m)
-    flat += np.bincount(comp.j * m + comp.i, weights=1.0 - comp.score, minlength=m * m)
-    out: PairMatrix = flat.astype(np.float64).reshape(m, m)
+    flat = np.zeros(m * m)
+    for start in range(0, len(comp), _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
+        i, j, score = comp.i[rows], comp.j[rows], comp.score[rows]
+        flat += np.bincount(i * m + j, weights=score, minlength=m * m)
+        flat += np.bincount(j * m + i, weights=1.0 - score, minlength=m * m)
+    out: PairMatrix = flat.reshape(m, m)
     return out
 
 

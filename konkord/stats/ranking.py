@@ -58,7 +58,8 @@ def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
     jack = None
     if boot.jackknife is not None:
         jb = boot.jackknife.log_strength
-        jack = jb[:, a] - jb[:, b]
+        jack = jb[:, a]
+        jack -= jb[:, b]
     # Differences within solver tolerance are exact zeros (e.g. two models that won and lost
     # the same comparisons); without this, 1e-14 of rounding would make a "separated" claim.
     estimate = _snap(estimate)
