@@ -54,8 +54,14 @@ class ModelRating(Strict):
     """One model's standing under one judge."""
 
     model: str
-    rank: int = Field(description="Tied rank: the best position in the model's rank group.")
-    rank_group: int
+    rank: int = Field(description="Best rank the data allows; N with no comparisons.")
+    rank_group: int = Field(description="Run of neighbours with equal rank ranges (shading).")
+    rank_best: int | None = Field(
+        default=None, description="1 + the number of models supported above this one."
+    )
+    rank_worst: int | None = Field(
+        default=None, description="N - the number of models supported below this one."
+    )
     log_strength: Interval
     rating: Interval
     win_rate_vs_field: Interval
@@ -70,7 +76,11 @@ class PairComparison(Strict):
     model_j: str
     diff: Interval
     p_above: float = Field(description="Share of resamples in which model_i is above model_j.")
-    separated: bool
+    separated: bool = Field(description="The ordering is supported (interval and sign test).")
+    interval_excludes_zero: bool | None = None
+    sign_test_p: float | None = Field(
+        default=None, description="Exact two-sided sign test over tasks of per-task scores."
+    )
 
 
 class Claim(Strict):
@@ -97,6 +107,12 @@ class BootstrapInfo(Strict):
     resamples: int
     seed: int
     method: str
+    fits: int | None = Field(default=None, description="Resample and jackknife fits made.")
+    converged: int | None = Field(default=None, description="Fits that reached the tolerance.")
+    disconnected_resamples: int | None = Field(
+        default=None, description="Resamples whose comparison graph fell apart."
+    )
+    disconnected_handling: str | None = None
 
 
 class KeyedRate(Strict):
@@ -114,6 +130,8 @@ class Positional(Strict):
     second: int
     ties: int
     share_first: Proportion
+    measurable: bool = True
+    not_measurable_why: str | None = None
 
 
 class Cycles(Strict):
@@ -364,6 +382,12 @@ class JudgeBlock(Strict):
     claims: list[Claim]
     diagnostics: Diagnostics
     bootstrap: BootstrapInfo
+    methods: list[str] = Field(
+        default=[], description="How every figure of this block was made, from what ran."
+    )
+    captions: dict[str, str] = Field(
+        default={}, description="Figure captions (rank, forest, heatmap), from what ran."
+    )
     calibration: Calibration = Calibration(status="uncalibrated")
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None

@@ -201,6 +201,8 @@ def _block(
                 model=model,
                 rank=2 * groups[i] + 1,
                 rank_group=groups[i],
+                rank_best=2 * groups[i] + 1,
+                rank_worst=2 * groups[i] + groups.count(groups[i]),
                 log_strength=Interval(estimate=beta[i], low=beta[i] - 0.3, high=beta[i] + 0.3),
                 rating=Interval(
                     estimate=math.exp(beta[i]),

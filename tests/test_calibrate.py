@@ -254,6 +254,10 @@ def test_calibrate_updates_only_the_calibration_blocks(project: Path) -> None:
     after = json.loads(spec.results_path.read_text())
     calibration = after["judge_blocks"][0].pop("calibration")
     before["judge_blocks"][0].pop("calibration")
+    # the method sentences are rewritten from the new calibration, the rest stays as it was
+    methods = after["judge_blocks"][0].pop("methods")
+    assert "uncalibrated" in " ".join(before["judge_blocks"][0].pop("methods"))
+    assert any(s.startswith("Agreement with people: 4 labels") for s in methods)
     assert after == before
     assert calibration["status"] == "calibrated"
     assert calibration["objective"] == {"tests": "kept"}

@@ -87,11 +87,12 @@ def test_published_like_field_separates_only_at_the_extremes() -> None:
     outlook = sim.run_plan(plan)
     assert outlook.truth.order == list(range(9))
     assert outlook.flip_rate == pytest.approx(0.14, abs=0.02)
-    # As in the study, only the top and the bottom model ever stand apart from the rest ...
+    # As in the study, only the top and the bottom model ever stand apart from the rest (less
+    # often than interval alone would say: a claim also needs the sign test over 14 tasks) ...
     ends = min(outlook.alone[0], outlook.alone[8])
     middle = outlook.alone[1:8].max()
-    assert ends > 0.15
-    assert middle <= 0.1
+    assert ends >= 0.05
+    assert middle <= 0.02
     assert ends > 2 * middle
     # ... and no adjacent pair is separated in even half of the runs: 14 prompts are few.
     assert np.all(outlook.separated < 0.5)

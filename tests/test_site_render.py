@@ -56,8 +56,8 @@ def test_leaderboard_lists_models_in_rank_order_with_intervals(
         rating.model for rating in block.ratings
     ]
     ranks = [r.select_one("td.rank").get_text(strip=True) for r in rows]
-    # Rank groups of two are shown as tied ranks.
-    assert ranks == ["1=", "1=", "3=", "3=", "5"]
+    # Models the data does not order against each other show the rank range they could take.
+    assert ranks == ["1–2", "1–2", "3–4", "3–4", "5"]
     first = rows[0].select_one("td.winrate").get_text(strip=True)
     wr = block.ratings[0].win_rate_vs_field
     assert first == f"{100 * wr.estimate:.1f}% ({100 * wr.low:.1f}% to {100 * wr.high:.1f}%)"

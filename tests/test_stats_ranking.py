@@ -62,13 +62,15 @@ def _draws(point: list[float], spread: list[float], n: int = 4001) -> np.ndarray
     return np.asarray(point)[None, :] + np.outer(u, spread)
 
 
-def test_groups_chain_through_unseparated_neighbours() -> None:
-    # a-b and b-c are not separated, a-c is: one chained group, yet "alpha above charlie".
+def test_rank_ranges_where_chained_groups_hid_a_supported_ordering() -> None:
+    # a-b and b-c are not separated, a-c is. Chaining made one group "1=" for all three,
+    # hiding "alpha above charlie"; rank ranges show it: alpha 1-2, bravo 1-3, charlie 2-3.
     point = [0.6, 0.3, 0.0]
     draws = _draws(point, [0.0, 0.5, 0.0])  # b moves by +-0.5: a-b and b-c straddle 0
     ranking = rank(_hand_bootstrap(point, draws))
-    assert ranking.groups == ((0, 1, 2),)
-    assert ranking.rank_group.tolist() == [1, 1, 1]
+    assert ranking.rank_best.tolist() == [1, 1, 2]
+    assert ranking.rank_worst.tolist() == [2, 3, 3]
+    assert ranking.groups == ((0,), (1,), (2,))
     assert [(c.upper, c.lower) for c in ranking.claims] == [(0, 2)]
     assert describe_claims(ranking, NAMES) == ["alpha ranks above charlie."]
     assert len(ranking.separations) == 2
@@ -116,7 +118,8 @@ def test_separation_estimate_for_an_unseparated_pair() -> None:
     assert sep.tasks_even_odds == math.ceil(30 * (sep.half_width / 0.5) ** 2)
     text = describe_separations(ranking, NAMES)[0]
     assert text.startswith("alpha and bravo are not separated at 30 tasks")
-    assert f"about {sep.tasks_needed} tasks" in text
+    assert sep.tasks_needed == 222
+    assert "about 220 tasks would separate" in text  # two significant figures
 
 
 def test_clear_field_is_fully_ordered_and_level_field_claims_nothing() -> None:
@@ -124,6 +127,7 @@ def test_clear_field_is_fully_ordered_and_level_field_claims_nothing() -> None:
     ranking = rank(bootstrap(clear.comparisons, n_resamples=300, seed=0))
     assert ranking.order.tolist() == [0, 1, 2, 3]
     assert ranking.groups == ((0,), (1,), (2,), (3,))
+    assert ranking.rank_best.tolist() == ranking.rank_worst.tolist() == [1, 2, 3, 4]
     assert len(ranking.claims) == 6 and not ranking.separations
     assert describe_claims(ranking, NAMES)[0] == "alpha ranks above bravo, charlie and delta."
 

@@ -70,10 +70,12 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         f"Expected win rate against the field, 95% intervals, judge {block.judge}",
     )
     order = [r.model for r in block.ratings]
+    above = {(p.model_i, p.model_j) for p in block.pairwise if p.separated}
     grid = heatmap(
         order,
         block.p_above_matrix,
         f"P(row model above column model), judge {block.judge}",
+        [[(a, b) in above for b in order] for a in order],
     )
     judge_cost = [line for line in results.cost if line.role == "judge" and line.who == block.judge]
     anchored = block.anchored

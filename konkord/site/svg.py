@@ -113,8 +113,14 @@ def _cell_colour(p: float | None) -> str:
     return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
-def heatmap(labels: Sequence[str], matrix: Sequence[Sequence[float | None]], title: str) -> Markup:
-    """P(row model above column model) as a grid; columns are numbered to stay readable."""
+def heatmap(
+    labels: Sequence[str],
+    matrix: Sequence[Sequence[float | None]],
+    title: str,
+    supported: Sequence[Sequence[bool]] | None = None,
+) -> Markup:
+    """P(row model above column model) as a grid; columns are numbered to stay readable.
+    A cell of `supported` (row above column is a claim the data supports) is outlined."""
     n = len(labels)
     cell = 44
     left = LABEL_WIDTH
@@ -145,15 +151,18 @@ def heatmap(labels: Sequence[str], matrix: Sequence[Sequence[float | None]], tit
             colour = _cell_colour(p)
             text_class = "cell-dark" if p is not None and abs(p - 0.5) > 0.3 else "cell-light"
             shown = "" if i == j else _pct(p)
+            marked = bool(supported and i != j and supported[i][j])
             tip = (
                 f"P({row_label} above {labels[j]}) = {_pct(p)}"
+                + ("; supported ordering" if marked else "")
                 if i != j
                 else f"{row_label} (itself)"
             )
+            outline = ' stroke="#111" stroke-width="2.5"' if marked else ""
             parts.append(
                 f"<g><title>{escape(tip)}</title>"
                 f'<rect x="{left + cell * j}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
-                f'fill="{colour}"/>'
+                f'fill="{colour}"{outline}/>'
                 f'<text x="{_num(left + cell * j + cell / 2 - 1)}" y="{_num(y + cell / 2 + 3)}" '
                 f'text-anchor="middle" class="{text_class}">{shown}</text></g>'
             )

@@ -28,6 +28,7 @@ from konkord.evidence import EvidenceLog, Record
 from konkord.runspec import RunSpec
 from konkord.stages.calibrate_print import format_calibration
 from konkord.stages.current import answer_shas, good_answers
+from konkord.stages.methods import describe
 from konkord.stats.agreement import (
     CATEGORIES,
     Agreement,
@@ -429,6 +430,7 @@ def calibrate_run(
         calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
         calibration.objective = block.calibration.objective
         block.calibration = calibration
+        describe(block, results.suite.task_count)
         out[block.judge] = calibration
         for line in format_calibration(block.judge, calibration):
             echo(line)

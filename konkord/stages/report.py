@@ -28,6 +28,7 @@ from konkord.stages.current import (
     system_prompt_for,
 )
 from konkord.stages.judges import judge_panel
+from konkord.stages.methods import describe
 from konkord.stages.report_ranking import DEFAULT_RESAMPLES, ReportOptions, judge_block
 from konkord.stages.report_views import cost_line, pass_rates_block, task_views
 from konkord.verdicts import CombinedVerdict, combine_verdicts, judges_in_log, load_verdicts
@@ -172,6 +173,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = _calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
+        describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
         if cascade is not None and judge == cascade.plan.strong:
             block.cascade = cascade_block(cascade, labels, spec.prices)

@@ -63,8 +63,13 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     console.print(
         f"  order flips {_proportion(d.flip_rate)}" + (f"; worst: {worst}" if worst else "")
     )
+    shown_first = (
+        f"{_proportion(d.positional.share_first)} of decided calls"
+        if d.positional.measurable
+        else "not measurable here (imported combined verdicts)"
+    )
     console.print(
-        f"  shown-first wins {_proportion(d.positional.share_first)} of decided calls; "
+        f"  shown-first wins {shown_first}; "
         f"cycles {d.cycles.cyclic}/{d.cycles.decided_triples} decided triples "
         f"({d.cycles.undecided_triples} undecided)"
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from konkord import results as R
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record
@@ -26,6 +28,34 @@ class ReportOptions:
     unit: ResampleUnit = "task"
 
 
+DISCONNECTED_HANDLING = (
+    "kept and fitted like the others: the prior (half a virtual win and loss against an "
+    "average model) keeps each part's strengths finite and pulls them to the average, so such "
+    "resamples widen the intervals rather than being dropped"
+)
+
+
+def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
+    """Why two neighbours are not ordered, in words that are literally true of this run."""
+    from konkord.stats.ranking import about_tasks
+
+    if sep.interval_excludes_zero and sep.sign_p is not None:
+        text = (
+            f"{upper} and {lower} are not separated: the interval of their difference excludes "
+            f"0, but an exact sign test over the tasks gives p = {sep.sign_p:.3g}."
+        )
+    else:
+        text = (
+            f"{upper} and {lower} are not separated: the interval of their difference contains 0."
+        )
+    if sep.tasks_needed is not None:
+        text += (
+            f" At the gap observed, {about_tasks(sep.tasks_needed)} tasks would separate them "
+            f"(this run has {n_tasks})."
+        )
+    return text
+
+
 def _score(winner: str | None, model_a: str) -> float:
     if winner == "tie":
         return 0.5
@@ -42,6 +72,7 @@ def judge_block(
     options: ReportOptions,
 ) -> R.JudgeBlock:
     from konkord import stats
+    from konkord.stats.floors import floored_intervals
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -63,37 +94,38 @@ def judge_block(
         n_models=len(models),
         n_tasks=len(task_ids),
     )
+    has_comparisons = np.bincount(np.concatenate([comp.i, comp.j]), minlength=len(models)) > 0
     graph = stats.connectivity(comp)
-    if not graph.connected:
-        parts = "; ".join(
-            "{" + ", ".join(models[i] for i in part) + "}" for part in graph.components
-        )
+    parts = [part for part in graph.components if has_comparisons[list(part)].any()]
+    if len(parts) > 1:
+        named = "; ".join("{" + ", ".join(models[i] for i in part) + "}" for part in parts)
         raise KonkordError(
-            f'run "{spec.name}", judge {judge}: the comparison graph is disconnected ({parts}); '
+            f'run "{spec.name}", judge {judge}: the comparison graph is disconnected ({named}); '
             "models in different parts were never compared, so no common scale exists. "
             "Judge the missing pairs first"
         )
     boot = stats.bootstrap(
         comp, n_resamples=options.resamples, seed=options.seed, mode=options.unit
     )
-    intervals = boot.intervals()
-    ranking = stats.rank(boot)
+    intervals = floored_intervals(boot, comp)
+    ranking = stats.rank(boot, comp)
     point = boot.point
-    group_best_rank: dict[int, int] = {}
-    for position, model in enumerate(ranking.order.tolist(), start=1):
-        group_best_rank.setdefault(int(ranking.rank_group[model]), position)
 
     def iv(name: str, k: int, value: float) -> R.Interval:
+        if not has_comparisons[k]:
+            return R.Interval(estimate=None)
         return interval(value, float(intervals[name].lower[k]), float(intervals[name].upper[k]))
 
     ratings = []
     for k in ranking.order.tolist():
-        group = int(ranking.rank_group[k])
+        best, worst = int(ranking.rank_best[k]), int(ranking.rank_worst[k])
         ratings.append(
             R.ModelRating(
                 model=models[k],
-                rank=group_best_rank[group],
-                rank_group=group,
+                rank=best if best else len(models),
+                rank_group=int(ranking.rank_group[k]),
+                rank_best=best or None,
+                rank_worst=worst or None,
                 log_strength=iv("log_strength", k, float(point.log_strength[k])),
                 rating=iv("rating", k, float(point.rating[k])),
                 win_rate_vs_field=iv("expected_win_rate", k, float(point.expected_win_rate[k])),
@@ -102,6 +134,7 @@ def judge_block(
             )
         )
     diffs = ranking.differences
+    sign = ranking.sign
     order = ranking.order.tolist()
     pairwise = []
     for pos, a in enumerate(order):
@@ -116,7 +149,9 @@ def judge_block(
                         float(diffs.upper[a, b]),
                     ),
                     p_above=float(diffs.prob_above[a, b]),
-                    separated=bool(diffs.lower[a, b] > 0 or diffs.upper[a, b] < 0),
+                    separated=bool(ranking.supported[a, b] or ranking.supported[b, a]),
+                    interval_excludes_zero=diffs.separated(a, b),
+                    sign_test_p=None if sign is None else float(sign.p_value[a, b]),
                 )
             )
     matrix: list[list[float | None]] = [
@@ -134,17 +169,13 @@ def judge_block(
     ]
     for sep in ranking.separations:
         upper, lower = models[sep.upper], models[sep.lower]
-        needed = sep.tasks_needed
-        text = (
-            f"{upper} and {lower} are not separated: the interval of their difference contains 0."
-        )
-        if needed is not None:
-            text += (
-                f" At the gap observed, about {needed} tasks would separate them "
-                f"(this run has {len(task_ids)})."
-            )
         claims.append(
-            R.Claim(kind="not_separated", text=text, models=[upper, lower], tasks_needed=needed)
+            R.Claim(
+                kind="not_separated",
+                text=not_separated_text(upper, lower, sep, len(task_ids)),
+                models=[upper, lower],
+                tasks_needed=sep.tasks_needed,
+            )
         )
     return R.JudgeBlock(
         judge=judge,
@@ -161,6 +192,10 @@ def judge_block(
             resamples=options.resamples,
             seed=options.seed,
             method=boot.interval_method,
+            fits=boot.n_fits,
+            converged=boot.n_converged,
+            disconnected_resamples=boot.n_disconnected,
+            disconnected_handling=DISCONNECTED_HANDLING,
         ),
     )
 
@@ -190,15 +225,17 @@ def _diagnostics(
         ]
         return sorted(rows, key=lambda r: (-(r.proportion.rate or 0.0), r.key))
 
-    first = second = ties = 0
+    first = second = ties = unobserved = 0
     failures: dict[str, int] = {}
     for rec in records:
         if rec.get("kind") == "failure":
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
             continue
-        if rec.get("reconstructed"):
-            # Imported combined votes carry no real order; they say nothing about position.
+        if rec.get("reconstructed") or rec.get("source") == "import":
+            # Imported votes are combined verdicts written out as two orders: which position
+            # won each order was never observed, so they say nothing about position.
+            unobserved += 1
             continue
         pos = rec.get("position_winner")
         if pos == "1":
@@ -221,7 +258,18 @@ def _diagnostics(
         flips_by_pair=keyed(flips_by_pair),
         flips_by_task=keyed(flips_by_task),
         positional=R.Positional(
-            first=first, second=second, ties=ties, share_first=proportion(first, first + second)
+            first=first,
+            second=second,
+            ties=ties,
+            share_first=proportion(first, first + second),
+            measurable=bool(first + second + ties) or not unobserved,
+            not_measurable_why=None
+            if first + second + ties or not unobserved
+            else (
+                f"all {unobserved} order records were imported: the source published one "
+                "combined verdict per pair, written here as two orders that agree by "
+                "construction, so which position the judge favoured was never observed"
+            ),
         ),
         cycles=R.Cycles(
             cyclic=cycles.cyclic,

@@ -265,9 +265,9 @@ class Outlook:
     claims_false: int  # of which the truth contradicts (or has the two models equal)
     flip_rate: float  # measured over all runs
     groups_mean: float  # mean number of rank groups
-    alone: FloatArray  # per model: share of runs in which it is a rank group of its own
+    alone: FloatArray  # per model: share of runs placing it apart from both neighbours
     claimed: FloatArray  # [a, b]: share of runs claiming a ranks above b
-    together: FloatArray  # [a, b]: share of runs putting a and b in one rank group
+    together: FloatArray  # [a, b]: share of runs in which neither is placed above the other
     patterns: dict[tuple[tuple[int, ...], ...], int]  # rank groups -> runs that gave them
     labels: LabelOutlook | None = None
 
@@ -302,7 +302,7 @@ def run_plan(plan: Plan, n_tasks: int | None = None) -> Outlook:
         boot = stats.bootstrap(comp, n_resamples=plan.resamples, seed=run, mode=plan.mode)
         ewr = boot.intervals()["expected_win_rate"]
         covered += (ewr.lower <= truth.expected_win_rate) & (truth.expected_win_rate <= ewr.upper)
-        ranking = rank(boot)
+        ranking = rank(boot, comp)
         diffs = ranking.differences
         for k, (upper, lower) in enumerate(adjacent):
             separated[k] += diffs.lower[upper, lower] > 0.0
@@ -315,10 +315,12 @@ def run_plan(plan: Plan, n_tasks: int | None = None) -> Outlook:
             claimed[claim.upper, claim.lower] += 1
         groups += len(ranking.groups)
         patterns[ranking.groups] = patterns.get(ranking.groups, 0) + 1
-        for group in ranking.groups:
-            if len(group) == 1:
-                alone[group[0]] += 1
-            together[np.ix_(group, group)] += 1
+        # "alone": the data places the model below the one ranked just above it and above the
+        # one just below; "together": neither of the two is placed above the other
+        order = ranking.order
+        ahead = np.r_[True, ranking.supported[order[:-1], order[1:]]]
+        alone[order] += ahead & np.r_[ahead[1:], True]
+        together += ~(ranking.supported | ranking.supported.T)
         if plan.label_budget:
             agreements.append(
                 _labels(i_better, score, plan.label_budget, plan.labeller_accuracy, rng)

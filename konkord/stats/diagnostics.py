@@ -284,6 +284,26 @@ def connectivity(comp: Comparisons) -> Connectivity:
     return Connectivity(tuple(ordered))
 
 
+def disconnected_resamples(wins: npt.NDArray[np.float64], active: npt.NDArray[np.bool_]) -> int:
+    """How many of a batch of score matrices (B, M, M) leave the `active` models (those with
+    comparisons in the data) in more than one part: a resample that drew no task linking two
+    parts. Identical graphs are checked once (most resamples share the full data's graph)."""
+    keep = np.flatnonzero(active)
+    if keep.size < 2 or wins.shape[0] == 0:
+        return 0
+    sub = wins[:, keep][:, :, keep]
+    linked = (sub + np.swapaxes(sub, 1, 2)) > 0
+    packed = np.packbits(linked.reshape(linked.shape[0], -1), axis=1)
+    patterns, counts = np.unique(packed, axis=0, return_counts=True)
+    k = keep.size
+    disconnected = 0
+    for pattern, count in zip(patterns, counts.tolist(), strict=True):
+        graph = np.unpackbits(pattern)[: k * k].reshape(k, k)
+        n_parts, _ = connected_components(scipy.sparse.csr_matrix(graph), directed=False)
+        disconnected += count if n_parts > 1 else 0
+    return disconnected
+
+
 @dataclass(frozen=True)
 class Consistency:
     """Fitted P(model beats the one ranked just below it), for each adjacent pair."""

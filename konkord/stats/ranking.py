@@ -2,8 +2,14 @@
 
 Two models are told apart by the bootstrap interval of the *difference* of their
 log-strengths, never by whether their own intervals overlap (overlapping intervals can still
-have a difference that clearly excludes 0). Rank groups chain adjacent models whose difference
-interval contains 0; a supported claim is an ordering whose difference interval excludes 0.
+have a difference that clearly excludes 0). An ordering is supported when that interval
+(never narrower than the Wald floor of `floors`) excludes 0 and, given the comparisons, an
+exact sign test over tasks agrees at the same level.
+
+Each model gets a rank range, not a chained group: best = 1 + the number of models supported
+above it, worst = N - the number supported below it. Chaining unseparated neighbours into
+groups both hid supported orderings (four models "1=" while the first is above two of them)
+and implied unsupported ones (a model of group 1 "above" one of group 2 with no support).
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import ndtri
 
-from .bt import FloatArray, IntArray, PairMatrix
-from .resample import Bootstrap
+from .bt import Comparisons, FloatArray, IntArray, PairMatrix, win_matrix
+from .floors import SignTests, sign_tests, wald_floor
+from .resample import Bootstrap, critical_value
 
 DEFAULT_POWER = 0.8
 
@@ -44,11 +52,12 @@ def _snap(values: FloatArray) -> FloatArray:
     return out
 
 
-def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
+def pairwise_differences(boot: Bootstrap, floor: PairMatrix | None = None) -> PairwiseDifferences:
     """Intervals of all log-strength differences, by the bootstrap's own interval method.
 
     Computed for a < b only: beta_b - beta_a has the mirrored interval (percentile and BCa
-    both turn x -> -x into a mirror image) and the complementary share of resamples.
+    both turn x -> -x into a mirror image) and the complementary share of resamples. With
+    `floor` (half-widths, (M, M)), each interval is widened to contain estimate -+ floor.
     """
     beta = boot.point.log_strength
     m = beta.size
@@ -66,6 +75,9 @@ def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
     draws = _snap(draws)
     interval = boot.interval(estimate, draws, jack)
     low, high = _snap(interval.lower), _snap(interval.upper)
+    if floor is not None:
+        low = np.where(np.isnan(floor[a, b]), low, np.fmin(low, estimate - floor[a, b]))
+        high = np.where(np.isnan(floor[a, b]), high, np.fmax(high, estimate + floor[a, b]))
     share = (draws > 0).mean(axis=0) + 0.5 * (draws == 0).mean(axis=0)
     full_estimate, lower, upper = np.zeros((m, m)), np.zeros((m, m)), np.zeros((m, m))
     above = np.full((m, m), 0.5)
@@ -78,7 +90,8 @@ def pairwise_differences(boot: Bootstrap) -> PairwiseDifferences:
 
 @dataclass(frozen=True)
 class Claim:
-    """A supported ordering: `upper` ranks above `lower` (difference interval excludes 0)."""
+    """A supported ordering: `upper` ranks above `lower` (difference interval excludes 0 and
+    the sign test over tasks, where run, agrees)."""
 
     upper: int
     lower: int
@@ -86,6 +99,7 @@ class Claim:
     interval_low: float
     interval_high: float
     prob_above: float
+    sign_p: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,19 +118,33 @@ class Separation:
     tasks_even_odds: int | None
     tasks_needed: int | None
     power: float
+    interval_excludes_zero: bool = False  # then it is the sign test that did not agree
+    sign_p: float | None = None
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """Models best first, their rank groups, supported claims and separation estimates."""
+    """Models best first, their rank ranges, supported claims and separation estimates.
 
-    order: IntArray  # model indices, best first by point log-strength
-    rank_group: IntArray  # (M,) group number of each model, 1 = top group
-    groups: tuple[tuple[int, ...], ...]  # models of each group, best first
+    `rank_best`/`rank_worst` are 0 for a model with no comparisons (it has no rank).
+    `groups` are runs of neighbours with the same rank range: they are exchangeable on the
+    display, and `rank_group` numbers them (display shading only, no claim).
+    """
+
+    order: IntArray  # model indices, best first by point log-strength; no-comparison last
+    rank_best: IntArray  # (M,) 1 + models supported above
+    rank_worst: IntArray  # (M,) N - models supported below
+    rank_group: IntArray  # (M,) number of the model's run of equal ranges, 1 = top
+    groups: tuple[tuple[int, ...], ...]  # models of each run, best first
     differences: PairwiseDifferences
+    supported: npt.NDArray[np.bool_]  # (M, M) [a, b]: "a ranks above b" is supported
+    sign: SignTests | None
     claims: tuple[Claim, ...]
     separations: tuple[Separation, ...]
     n_tasks: int
+
+
+MAX_TASKS = 10_000_000
 
 
 def tasks_to_separate(
@@ -125,37 +153,86 @@ def tasks_to_separate(
     n_tasks: int,
     level: float = 0.95,
     power: float = DEFAULT_POWER,
+    expand: bool = False,
 ) -> int | None:
     """Tasks at which an interval of `half_width` now (at `n_tasks`) would exclude 0 at `gap`.
 
-    The interval narrows as 1/sqrt(tasks); at power p the expected estimate must sit
-    z_{level} + z_p standard errors from 0, so tasks = n * ((z_l + z_p) / z_l * h / gap)^2.
+    The standard error now is half_width / c(n), with c the interval's own critical value: the
+    normal one, or with `expand` the expanded one, sqrt(n/(n-1)) t_{n-1} (2.106 at 25 tasks
+    against 1.96). It shrinks as 1/sqrt(tasks), and at power p the expected estimate must sit
+    c(N) + z_p standard errors from 0 at N tasks: the smallest such N (at least n_tasks).
     """
     gap = abs(gap)
-    if gap <= 0.0 or not math.isfinite(gap) or half_width <= 0.0:
+    if gap <= 0.0 or not math.isfinite(gap) or half_width <= 0.0 or n_tasks < 1:
         return None
-    z_level = float(ndtri(0.5 + level / 2.0))
     z_power = float(ndtri(power))
-    factor = (z_level + z_power) / z_level * half_width / gap
-    return max(n_tasks, math.ceil(n_tasks * factor * factor))
+    se_now = half_width / critical_value(level, n_tasks if expand else None)
+
+    def separates(tasks: int) -> bool:
+        crit = critical_value(level, tasks if expand else None)
+        return (crit + z_power) * se_now * math.sqrt(n_tasks / tasks) <= gap
+
+    if separates(n_tasks):
+        return n_tasks
+    high = n_tasks
+    while not separates(high):
+        if high >= MAX_TASKS:
+            return MAX_TASKS
+        high = min(MAX_TASKS, high * 2)
+    low = high // 2  # does not separate
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if separates(mid) else (mid, high)
+    return high
 
 
-def rank(boot: Bootstrap, power: float = DEFAULT_POWER) -> Ranking:
-    """Order models, chain unseparated neighbours into rank groups, list supported claims."""
-    diffs = pairwise_differences(boot)
+def rank_ranges(
+    supported: npt.NDArray[np.bool_], active: npt.NDArray[np.bool_]
+) -> tuple[IntArray, IntArray]:
+    """best = 1 + models supported above, worst = N - models supported below, over the N
+    models that have comparisons (0 for the others)."""
+    n = int(active.sum())
+    above = supported[:, active].sum(axis=0)  # [b]: models a with "a above b"
+    below = supported[active, :].sum(axis=1)  # [a]: models b with "a above b"
+    best = np.where(active, 1 + above, 0).astype(np.int64)
+    worst = np.where(active, n - below, 0).astype(np.int64)
+    return best, worst
+
+
+def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAULT_POWER) -> Ranking:
+    """Order models, give each a rank range, list supported claims and separation estimates.
+
+    With `comp` (the comparisons the bootstrap resampled), difference intervals get their Wald
+    floor, a claim also needs the exact sign test over tasks, and models without comparisons
+    get no rank.
+    """
     beta = boot.point.log_strength
-    order = np.argsort(-beta, kind="stable").astype(np.int64)
+    m = beta.size
+    sign: SignTests | None = None
+    floor = None
+    active = np.ones(m, dtype=bool)
+    if comp is not None:
+        floor = wald_floor(win_matrix(comp), beta, boot.point.prior, boot.level).pair
+        sign = sign_tests(comp)
+        active = boot.point.comparisons > 0
+    diffs = pairwise_differences(boot, floor)
+    alpha = 1.0 - boot.level
+    supported = (diffs.lower > 0.0) & active[:, None] & active[None, :]
+    if sign is not None:
+        supported &= (sign.p_value <= alpha) & (sign.higher > sign.lower)
+    np.fill_diagonal(supported, False)
+    order = np.lexsort((-beta, ~active)).astype(np.int64)
+    best, worst = rank_ranges(supported, active)
     groups: list[list[int]] = []
     separations: list[Separation] = []
     for pos, model in enumerate(order.tolist()):
-        if pos == 0:
+        above = int(order[pos - 1]) if pos else -1
+        if pos and (best[above], worst[above]) == (best[model], worst[model]):
+            groups[-1].append(model)
+        else:
             groups.append([model])
+        if not pos or supported[above, model] or not (active[above] and active[model]):
             continue
-        above = int(order[pos - 1])
-        if diffs.separated(above, model):
-            groups.append([model])
-            continue
-        groups[-1].append(model)
         gap = float(diffs.estimate[above, model])
         half = gap - float(diffs.lower[above, model])
         separations.append(
@@ -164,18 +241,24 @@ def rank(boot: Bootstrap, power: float = DEFAULT_POWER) -> Ranking:
                 lower=model,
                 difference=gap,
                 half_width=half,
-                tasks_even_odds=tasks_to_separate(gap, half, boot.n_tasks, boot.level, 0.5),
-                tasks_needed=tasks_to_separate(gap, half, boot.n_tasks, boot.level, power),
+                tasks_even_odds=tasks_to_separate(
+                    gap, half, boot.n_tasks, boot.level, 0.5, boot.expand
+                ),
+                tasks_needed=tasks_to_separate(
+                    gap, half, boot.n_tasks, boot.level, power, boot.expand
+                ),
                 power=power,
+                interval_excludes_zero=bool(diffs.lower[above, model] > 0.0),
+                sign_p=None if sign is None else float(sign.p_value[above, model]),
             )
         )
-    rank_group = np.empty(beta.size, dtype=np.int64)
+    rank_group = np.empty(m, dtype=np.int64)
     for number, members in enumerate(groups, start=1):
         rank_group[members] = number
     claims = []
     for pos, a in enumerate(order.tolist()):
         for b in order[pos + 1 :].tolist():
-            if diffs.lower[a, b] > 0.0:
+            if supported[a, b]:
                 claims.append(
                     Claim(
                         upper=a,
@@ -184,17 +267,32 @@ def rank(boot: Bootstrap, power: float = DEFAULT_POWER) -> Ranking:
                         interval_low=float(diffs.lower[a, b]),
                         interval_high=float(diffs.upper[a, b]),
                         prob_above=float(diffs.prob_above[a, b]),
+                        sign_p=None if sign is None else float(sign.p_value[a, b]),
                     )
                 )
     return Ranking(
         order=order,
+        rank_best=best,
+        rank_worst=worst,
         rank_group=rank_group,
         groups=tuple(tuple(g) for g in groups),
         differences=diffs,
+        supported=supported,
+        sign=sign,
         claims=tuple(claims),
         separations=tuple(separations),
         n_tasks=boot.n_tasks,
     )
+
+
+def about_tasks(tasks: int) -> str:
+    """A task count at the precision it deserves: two significant figures, and past 10,000
+    only "more than 10,000" (an estimate that far out says only that it is far)."""
+    if tasks > 10_000:
+        return "more than 10,000"
+    digits = len(str(tasks))
+    rounded = tasks if digits <= 2 else round(tasks, 2 - digits)
+    return f"about {rounded:,}"
 
 
 def _join(words: Sequence[str]) -> str:
@@ -230,9 +328,10 @@ def describe_separations(ranking: Ranking, names: Sequence[str]) -> list[str]:
         if sep.tasks_needed is None:
             out.append(f"{pair} are level; no number of tasks separates a zero gap.")
             continue
+        even = "" if sep.tasks_even_odds is None else about_tasks(sep.tasks_even_odds)
         out.append(
             f"{pair} are not separated at {ranking.n_tasks} tasks; at the gap observed, "
-            f"about {sep.tasks_needed} tasks would separate them with "
-            f"{round(100 * sep.power)}% odds ({sep.tasks_even_odds} for even odds)."
+            f"{about_tasks(sep.tasks_needed)} tasks would separate them with "
+            f"{round(100 * sep.power)}% odds ({even} for even odds)."
         )
     return out

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse
 from scipy.special import ndtr, ndtri, stdtrit
 
@@ -45,6 +46,7 @@ from .bt import (
     win_matrix,
 )
 from .bt import expected_win_rate as _expected_win_rate
+from .diagnostics import disconnected_resamples
 
 Mode: TypeAlias = Literal["task", "judgments"]
 Method: TypeAlias = Literal["percentile", "bca"]
@@ -94,6 +96,9 @@ class Bootstrap:
     iterations_max: int  # most Newton iterations any fit (resample or jackknife) took
     n_converged: int  # fits whose gradient norm reached the tolerance, of n_fits
     n_fits: int
+    # resamples whose comparison graph fell apart; fitted with the prior like the rest (it
+    # keeps every part's strengths finite, pulled to the average), so they widen intervals
+    n_disconnected: int = 0
 
     @property
     def n_resamples(self) -> int:
@@ -142,7 +147,25 @@ class Bootstrap:
         }
         beta = out["log_strength"]
         out["rating"] = Interval(np.exp(beta.lower), np.exp(beta.upper))
+        # a model without comparisons has only the prior's estimate: no interval at all
+        none = self.point.comparisons == 0
+        if none.any():
+            for name, iv in out.items():
+                out[name] = Interval(
+                    np.where(none, np.nan, iv.lower), np.where(none, np.nan, iv.upper)
+                )
         return out
+
+
+def critical_value(level: float, n_units: int | None = None) -> float:
+    """The interval's normal-scale critical value: z at `level`, or with `n_units` (> 1) the
+    expanded sqrt(n/(n-1)) t_{n-1} (Hesterberg), 2.106 at 25 units against 1.96."""
+    alpha = 1.0 - level
+    if n_units is not None and n_units > 1:
+        # stdtrit is the Student t quantile that scipy.stats.t.ppf calls, without the
+        # 0.7 s import of scipy.stats.
+        return float(np.sqrt(n_units / (n_units - 1.0)) * stdtrit(n_units - 1, 1.0 - alpha / 2.0))
+    return float(ndtri(1.0 - alpha / 2.0))
 
 
 def bootstrap_interval(
@@ -164,14 +187,7 @@ def bootstrap_interval(
     """
     point = np.asarray(point, dtype=np.float64)
     draws = np.asarray(draws, dtype=np.float64)
-    alpha = 1.0 - level
-    z_hi = float(ndtri(1.0 - alpha / 2.0))
-    if n_units is not None and n_units > 1:
-        z_hi = float(
-            # stdtrit is the Student t quantile that scipy.stats.t.ppf calls, without the
-            # 0.7 s import of scipy.stats.
-            np.sqrt(n_units / (n_units - 1.0)) * stdtrit(n_units - 1, 1.0 - alpha / 2.0)
-        )
+    z_hi = critical_value(level, n_units)
     quantiles = np.empty((2, *point.shape))
     if method == "percentile":
         quantiles[0] = ndtr(-z_hi)
@@ -264,6 +280,15 @@ def _judgment_cells(comp: Comparisons) -> tuple[IntArray, scipy.sparse.csr_matri
     return counts.astype(np.int64), matrix
 
 
+def _counted(
+    batches: Iterable[FloatArray], active: npt.NDArray[np.bool_], disconnected: list[int]
+) -> Iterator[FloatArray]:
+    """The batches unchanged, adding up on the way how many leave the graph in parts."""
+    for wins in batches:
+        disconnected[0] += disconnected_resamples(wins, active)
+        yield wins
+
+
 def bootstrap(
     comp: Comparisons,
     n_resamples: int = DEFAULT_RESAMPLES,
@@ -318,7 +343,17 @@ def bootstrap(
     else:
         raise ValueError(f"mode must be 'task' or 'judgments', got {mode!r}")
     init = point.log_strength
-    fits = [fit_batches(batches, n_resamples, m, prior, init, workers)]
+    disconnected = [0]
+    fits = [
+        fit_batches(
+            _counted(batches, point.comparisons > 0, disconnected),
+            n_resamples,
+            m,
+            prior,
+            init,
+            workers,
+        )
+    ]
     jack = None
     if jack_batches is not None and jack_weight is not None:
         fits.append(fit_batches(jack_batches, n_jack, m, prior, init, workers))
@@ -341,4 +376,5 @@ def bootstrap(
         iterations_max=max(f.iterations_max for f in fits),
         n_converged=sum(f.n_converged for f in fits),
         n_fits=sum(f.n_fits for f in fits),
+        n_disconnected=disconnected[0],
     )
