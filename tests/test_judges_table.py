@@ -18,8 +18,8 @@ from konkord.runspec import resolve_run
 from konkord.sim import judge_params
 from konkord.sim.judge import judge_decision
 from konkord.sim.reading import Reading
-from konkord.stages.judges import judge_table
 from konkord.stages.judges_print import format_judge_table, split_text
+from konkord.stages.judges_table import judge_table
 from konkord.stages.report import ReportOptions, build_results
 
 DEMO = "demo-python-codegen"

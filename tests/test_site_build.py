@@ -129,8 +129,8 @@ def test_cli_prints_a_line_per_run_and_a_summary(consistent: Path) -> None:
     result = CliRunner().invoke(cli, ["build", "--offline"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].startswith("run one: 7 pages")
-    assert lines[1].startswith("run two: 6 pages")
+    assert lines[0].startswith("run one: 8 pages")
+    assert lines[1].startswith("run two: 7 pages")
     assert lines[-1].startswith("built public/: 2 runs,")
 
 
@@ -259,7 +259,7 @@ def test_parallel_build_writes_the_same_bytes(
         monkeypatch.setattr(build_module, "PARALLEL_MIN_TASKS", 1)
         lines: list[str] = []
         build_site(OUT, offline=True, runs_file=RUNS, progress=lines.append)
-        assert lines[:2] == ["run one: 7 pages, 7 written", "run two: 6 pages, 6 written"]
+        assert lines[:2] == ["run one: 8 pages, 8 written", "run two: 7 pages, 7 written"]
         trees.append({k: v[1] for k, v in snapshot(root / "public").items()})
     assert trees[0] == trees[1]
 

@@ -22,8 +22,8 @@ def judges(run_name: str) -> None:
     from konkord.errors import KonkordError
     from konkord.results import read_results
     from konkord.runspec import resolve_run
-    from konkord.stages.judges import judge_table
     from konkord.stages.judges_print import format_judge_table
+    from konkord.stages.judges_table import judge_table
 
     spec = resolve_run(run_name)
     results = read_results(spec.results_path)

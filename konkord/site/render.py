@@ -32,6 +32,7 @@ from konkord.site.environment import (
     sha256,
     template_hash,
 )
+from konkord.site.judges_page import judges_across_runs, judges_context
 from konkord.site.markdown import render_markdown
 from konkord.site.summary import RunSummary
 from konkord.site.task_pages import task_context, tasks_index_context
@@ -105,6 +106,7 @@ def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> list
             "calibration",
             calibration_context(results),
         ),
+        page(f"{run}/judges/index.html", "judges.html", "judges", judges_context(results)),
         page(f"{run}/tasks/index.html", "tasks.html", "tasks", tasks_index_context(results)),
     ]
     for index, task in enumerate(results.tasks):
@@ -129,7 +131,12 @@ def plan_site_pages(
         PagePlan(
             "index.html",
             "index.html",
-            {**base, "root": "./", "runs": [s.to_json() for s in summaries]},
+            {
+                **base,
+                "root": "./",
+                "runs": [s.to_json() for s in summaries],
+                "judges_across_runs": judges_across_runs(summaries),
+            },
         )
     ]
     for item in content.values():

@@ -10,6 +10,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from konkord.results import Results
+from konkord.site.judges_page import judge_figures
+
+_CALIBRATION = {"status", "agreement", "kappa"}
 
 
 class _SuiteHead(BaseModel):
@@ -25,9 +28,12 @@ class _RatingHead(BaseModel):
 
 class _CalibrationHead(BaseModel):
     status: str
+    agreement: dict[str, Any] | None = None
+    kappa: dict[str, Any] | None = None
 
 
 class _JudgeBlockHead(BaseModel):
+    judge: str = ""
     ratings: list[_RatingHead]
     calibration: _CalibrationHead
 
@@ -45,6 +51,7 @@ class ResultsHead(BaseModel):
     konkord_version: str
     simulated: bool
     judge_blocks: list[_JudgeBlockHead]
+    judge_panel: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class RunSummary:
     tasks: int
     calibrated: list[bool] = field(default_factory=list)
     leader: str | None = None
+    judge_figures: list[dict[str, Any]] = field(default_factory=list)  # for judges across runs
 
     @classmethod
     def of(cls, results: Results) -> RunSummary:
@@ -82,6 +90,16 @@ class RunSummary:
             tasks=results.suite.task_count,
             calibrated=[b.calibration.status == "calibrated" for b in results.judge_blocks],
             leader=", ".join(leaders) or None,
+            judge_figures=judge_figures(
+                [
+                    {
+                        "judge": b.judge,
+                        "calibration": b.calibration.model_dump(include=_CALIBRATION),
+                    }
+                    for b in results.judge_blocks
+                ],
+                results.judge_panel.model_dump() if results.judge_panel else None,
+            ),
         )
 
     @classmethod
@@ -104,6 +122,7 @@ class RunSummary:
             tasks=int(data["suite"]["task_count"]),
             calibrated=[b["calibration"]["status"] == "calibrated" for b in blocks],
             leader=", ".join(leaders) or None,
+            judge_figures=judge_figures(blocks, data.get("judge_panel")),
         )
 
     @classmethod

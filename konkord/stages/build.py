@@ -159,6 +159,8 @@ def load_runs_checked(
         if (
             cached.get("sha") == sha
             and cached.get("summary", {}).get("schema_version") == SCHEMA_VERSION
+            # a summary cached by a konkord whose summaries had other fields is read again
+            and set(cached["summary"]) == set(RunSummary.__dataclass_fields__)
         ):
             summary = RunSummary.from_json(cached["summary"])
             is_cached = True

@@ -5,7 +5,7 @@ people's reference line, and the panel ranking beside each judge's own."""
 from __future__ import annotations
 
 from konkord import results as R
-from konkord.stages.judges import PANEL, JudgeRow, JudgeTable
+from konkord.stages.judges_table import PANEL, JudgeRow, JudgeTable
 
 
 def _pct(p: R.Proportion | R.TaskMean | None, digits: int = 0) -> str:

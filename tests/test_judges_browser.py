@@ -1,0 +1,138 @@
+"""The Judges page of the real demo run (five simulated judges) in Debian's headless Chromium, on
+a plain static server, at a laptop and a phone width."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+from konkord.results import read_results
+from konkord.stages.build import build_site
+from konkord.stages.judges_table import judge_table
+
+CHROMIUM = Path("/usr/bin/chromium")
+RUN = "demo-python-codegen"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
+    ),
+]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("judges-site")
+    for folder in ("suites", "runs", "results", "templates", "content"):
+        shutil.copytree(REPO / folder, root / folder)
+    shutil.copy(REPO / "runs.json", root / "runs.json")
+    old = Path.cwd()
+    os.chdir(root)
+    try:
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    finally:
+        os.chdir(old)
+    handler = functools.partial(QuietHandler, directory=str(root / "public"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
+        )
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on(
+        "request",
+        lambda r: not r.url.startswith((base, "data:")) and problems.append(f"outside: {r.url}"),
+    )
+    page.goto(f"{base}{path}")
+    return page, problems
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_judges_page_shows_the_table_the_panel_and_the_picture(
+    site: str, browser: Any, width: int
+) -> None:
+    expected = judge_table(read_results(REPO / "results" / f"{RUN}.json"))
+    page, problems = open_page(browser, site, f"/{RUN}/", width)
+    page.click("nav.tabs a:has-text('Judges')")
+    page.wait_for_url(f"{site}/{RUN}/judges/")
+    assert page.locator("nav.tabs a[aria-current='page']").inner_text() == "Judges"
+    rows = page.locator("table.judge-table tbody tr")
+    assert rows.locator(".judge-key").all_inner_texts() == [f"J{r.number}" for r in expected.rows]
+    people = rows.locator("td.people .fig").all_inner_texts()
+    assert people == [f"{100 * (r.people.rate or 0):.1f}%" for r in expected.rows if r.people]
+    assert expected.people is not None
+    reference = page.locator("table.judge-table tfoot tr.reference")
+    assert "People vs people" in reference.inner_text()
+    assert (
+        reference.locator("td.people .fig").inner_text()
+        == f"{100 * (expected.people.agreement.rate or 0):.1f}%"
+    )
+    splits = rows.locator("td.split .fig").all_inner_texts()
+    assert "75/25" in splits  # the position-biased judge
+    panel = page.locator("table.panel-ranking tbody tr td.model").all_inner_texts()
+    assert panel == [r.model for r in expected.panel]
+    picture = page.locator("figure.plot svg.ranks")
+    assert picture.locator("polyline").count() == len(expected.models)
+    assert "pair-order agreement" in page.locator("#definitions + dl").inner_text()
+    # the page never scrolls sideways: the wide table scrolls inside its own box
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    box = page.locator("table.judge-table").evaluate(
+        "t => t.parentElement.getBoundingClientRect().right"
+    )
+    assert box <= width + 1
+    assert problems == []
+    page.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_index_lists_every_judge_with_its_figures_per_run(
+    site: str, browser: Any, width: int
+) -> None:
+    page, problems = open_page(browser, site, "/", width)
+    table = page.locator("table.judges-across-runs")
+    judges = table.locator("th[scope='rowgroup'] code").all_inner_texts()
+    used = [
+        j
+        for r in ("demo-python-codegen", "demo-support-replies")
+        for j in read_results(REPO / "results" / f"{r}.json").judges
+    ]
+    assert sorted(judges) == sorted(dict.fromkeys(used))
+    table.locator(f"a[href='{RUN}/judges/']").first.click()
+    page.wait_for_url(f"{site}/{RUN}/judges/")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    assert problems == []
+    page.close()
