@@ -1,0 +1,597 @@
+"""Batch mode: the same door as live calls, fetched through the provider's batch API.
+
+`BatchClient.complete()` has the live client's signature and returns the same CallResult, so the
+run and judge stages parse, retry and record a batched reply exactly as a live one. Behind it,
+requests are streamed to a JSONL spool file in the provider's format (custom_id = the cache
+key), uploaded with litellm's `acreate_file`, submitted with `acreate_batch`, polled with
+`aretrieve_batch`, and read back with `afile_content(stream=True)`, line by line.
+
+A submitted batch is evidence: its id goes into the run's `batches` stream the moment the
+provider returns it. A later process first polls every batch still open there and serves its
+replies, so a crash or a closed laptop resumes by polling, never by resubmitting. Failed lines
+(429, 5xx, expiry) go into a next batch, up to the retry limit; permanent ones (400, 401, 404)
+are recorded at once, as live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from konkord.errors import KonkordError
+from konkord.evidence import EvidenceLog, Record, now_iso
+from konkord.llm import (
+    CallResult,
+    CallSettings,
+    MalformedResponse,
+    Message,
+    ModelClient,
+    env_float,
+    is_offline_model,
+    load_litellm,
+    redact,
+    secret_values,
+)
+
+# OpenAI's limits per batch (50,000 requests, a 200 MB input file), with room to spare.
+MAX_REQUESTS = 50_000
+MAX_BYTES = 190 * 1024 * 1024
+BATCH_PROVIDERS = ("openai", "azure", "litellm_proxy")
+BATCH_DISCOUNT = 0.5  # runs.json prices are live prices; batch APIs charge about half
+TERMINAL = ("completed", "failed", "expired", "cancelled")
+TRANSIENT_STATUS = {408, 409, 425, 429}
+STREAM = "batches"
+
+
+class BatchError(KonkordError):
+    """The batch machinery itself failed (upload, submit, poll): nothing was recorded wrongly."""
+
+
+def safe_base(api_base: str | None) -> str | None:
+    """A server address fit for the evidence: no user:password, no query string."""
+    if not api_base:
+        return api_base
+    parts = urlsplit(api_base)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one model's batches go: the provider, its model name there, and the server."""
+
+    provider: str
+    provider_model: str
+    api_base: str | None
+
+    def credentials(self) -> dict[str, Any]:
+        """Keyword arguments for litellm's file and batch functions (the key stays in memory)."""
+        kwargs: dict[str, Any] = {"custom_llm_provider": self.provider}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.provider in ("openai", "litellm_proxy"):
+            key = os.environ.get("OPENAI_API_KEY")
+            if key is None and self.api_base:
+                key = "not-needed"  # local OpenAI-compatible servers often take no key
+            if key is not None:
+                kwargs["api_key"] = key
+        return kwargs
+
+
+def route_for(model: str, api_base: str | None) -> Route:
+    """The provider that runs `model`'s batches, or a KonkordError naming what is supported."""
+    if is_offline_model(model):
+        raise KonkordError(
+            f"--batch: {model} is a simulated model (no batch API); run it without --batch"
+        )
+    litellm = load_litellm()
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception as exc:
+        raise KonkordError(f"--batch: litellm does not know model {model} ({exc})") from None
+    if provider not in BATCH_PROVIDERS:
+        raise KonkordError(
+            f"--batch: {model} is served by {provider}, whose batch API Konkord does not drive "
+            f"(supported: {', '.join(BATCH_PROVIDERS)}); run it without --batch"
+        )
+    return Route(provider, name, api_base)
+
+
+@dataclass
+class _Request:
+    """One distinct request waiting for its reply; callers asking the same thing share it."""
+
+    key: str
+    model: str
+    settings: CallSettings
+    futures: list[asyncio.Future[CallResult]]
+    spool: Path
+    offset: int
+    length: int
+    attempts: int = 0
+
+
+@dataclass
+class _Spool:
+    """A JSONL file of requests being written for one route; sealed when full or quiet."""
+
+    route: Route
+    path: Path
+    requests: dict[str, _Request] = field(default_factory=dict)
+    size: int = 0
+    handle: Any = None
+
+    def write(self, line: bytes) -> int:
+        if self.handle is None:
+            self.handle = open(self.path, "ab")  # noqa: SIM115 (closed in seal)
+        offset = self.size
+        self.handle.write(line)
+        self.size += len(line)
+        return offset
+
+    def seal(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def _status_error(status: int | None, body: Any, code: str | None = None) -> tuple[str, str]:
+    """(error text, kind) for one failed line of a batch."""
+    message = ""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            message = str(error.get("message") or error.get("code") or "")
+            code = code or error.get("code")
+    label = f"status {status}" if status else str(code or "error")
+    text = redact(f"batch line failed ({label}): {message or code or 'no detail'}")
+    transient = status is None or status in TRANSIENT_STATUS or status >= 500
+    return text[:500], "transient" if transient else "permanent"
+
+
+@dataclass
+class BatchClient(ModelClient):
+    """A ModelClient whose calls go through the provider's batch API (see the module doc)."""
+
+    log: EvidenceLog | None = None
+    poll_s: float = field(default_factory=lambda: env_float("KONKORD_BATCH_POLL", 30.0))
+    quiet_s: float = 0.2
+    max_requests: int = field(
+        default_factory=lambda: int(env_float("KONKORD_BATCH_MAX_REQUESTS", MAX_REQUESTS))
+    )
+    max_bytes: int = MAX_BYTES
+    on_status: Callable[[str], None] | None = None
+    _spools: dict[Route, _Spool] = field(default_factory=dict, init=False)
+    _waiting: dict[str, _Request] = field(default_factory=dict, init=False)
+    _collected: dict[str, CallResult] = field(default_factory=dict, init=False)
+    _resumed: asyncio.Lock | None = field(default=None, init=False)
+    _resume_done: bool = field(default=False, init=False)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _spool_dir: Path | None = field(default=None, init=False)
+    _counter: int = field(default=0, init=False)
+    _routes: dict[tuple[str, str | None], Route] = field(default_factory=dict, init=False)
+
+    def _say(self, text: str) -> None:
+        if self.on_status is not None:
+            self.on_status(text)
+
+    # --- the door --------------------------------------------------------------------------
+
+    async def complete(
+        self, model: str, messages: list[Message], settings: CallSettings, use_cache: bool = True
+    ) -> CallResult:
+        """One chat completion, answered by a batch (or by the cache, or an earlier batch)."""
+        key = self.cache_key(model, messages, settings)
+        await self._resume_open_batches()
+        if key in self._collected:
+            return self._collected.pop(key)
+        cache = self._response_cache()
+        if use_cache and cache is not None and (hit := cache.get(key)) is not None:
+            return hit
+        waiting = self._waiting.get(key)
+        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
+        if waiting is not None:
+            waiting.futures.append(future)
+        else:
+            self._enqueue(key, model, messages, settings, future)
+        return await future
+
+    def _body(self, route: Route, messages: list[Message], settings: CallSettings) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": route.provider_model,
+            "messages": messages,
+            "max_tokens": settings.max_tokens,
+        }
+        if settings.temperature is not None:
+            body["temperature"] = settings.temperature
+        if settings.seed is not None:
+            body["seed"] = settings.seed
+        return body
+
+    def _route(self, model: str, api_base: str | None) -> Route:
+        found = self._routes.get((model, api_base))
+        if found is None:
+            found = self._routes[(model, api_base)] = route_for(model, api_base)
+        return found
+
+    def _enqueue(
+        self,
+        key: str,
+        model: str,
+        messages: list[Message],
+        settings: CallSettings,
+        future: asyncio.Future[CallResult],
+    ) -> None:
+        route = self._route(model, settings.api_base)
+        line = json.dumps(
+            {
+                "custom_id": key,
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": self._body(route, messages, settings),
+            },
+            ensure_ascii=False,
+        ).encode() + b"\n"
+        request = _Request(key, model, settings, [future], Path(), 0, len(line))
+        self._add(route, request, line)
+
+    def _add(self, route: Route, request: _Request, line: bytes) -> None:
+        """Write one request line to its route's spool; seal and submit a full spool."""
+        spool = self._spools.get(route)
+        if spool is not None and (
+            len(spool.requests) >= self.max_requests or spool.size + len(line) > self.max_bytes
+        ):
+            self._submit(spool)
+            spool = None
+        if spool is None:
+            spool = self._spools[route] = _Spool(route, self._new_spool_path())
+            self._start(self._when_quiet(route, spool))
+        request.spool, request.offset = spool.path, spool.write(line)
+        spool.requests[request.key] = request
+        self._waiting[request.key] = request
+
+    def _new_spool_path(self) -> Path:
+        if self._spool_dir is None:
+            base = (self.cache_dir or Path(".konkord/cache")).parent / "batches"
+            self._spool_dir = base / uuid.uuid4().hex[:12]
+            self._spool_dir.mkdir(parents=True, exist_ok=True)
+        self._counter += 1
+        return self._spool_dir / f"requests-{self._counter}.jsonl"
+
+    def _start(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _when_quiet(self, route: Route, spool: _Spool) -> None:
+        """Submit a spool once no request has joined it for `quiet_s` (all callers have asked)."""
+        while self._spools.get(route) is spool:
+            seen = len(spool.requests)
+            await asyncio.sleep(self.quiet_s)
+            if self._spools.get(route) is spool and len(spool.requests) == seen:
+                self._submit(spool)
+
+    def _submit(self, spool: _Spool) -> None:
+        if self._spools.get(spool.route) is spool:
+            del self._spools[spool.route]
+        spool.seal()
+        self._start(self._run(spool))
+
+    # --- one batch, start to end -----------------------------------------------------------
+
+    async def _run(self, spool: _Spool) -> None:
+        try:
+            batch_id = await self._upload_and_create(spool)
+            await self._poll_and_collect(batch_id, spool.route, spool.requests)
+        except BaseException as exc:
+            for request in spool.requests.values():
+                self._waiting.pop(request.key, None)
+                for future in request.futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+
+    async def _upload_and_create(self, spool: _Spool) -> str:
+        litellm = load_litellm()
+        creds = spool.route.credentials()
+        with open(spool.path, "rb") as handle:
+            uploaded = await self._retrying(
+                "upload the batch file",
+                lambda: litellm.acreate_file(
+                    file=handle, purpose="batch", timeout=self.timeout_s, **creds
+                ),
+            )
+        created = await self._retrying(
+            "create the batch",
+            lambda: litellm.acreate_batch(
+                completion_window="24h",
+                endpoint="/v1/chat/completions",
+                input_file_id=uploaded.id,
+                metadata={"konkord_requests": str(len(spool.requests))},
+                timeout=self.timeout_s,
+                **creds,
+            ),
+        )
+        batch_id = str(created.id)
+        models = sorted({r.model for r in spool.requests.values()})
+        self._record(
+            {
+                "batch_id": batch_id,
+                "status": "submitted",
+                "models": models,
+                "provider": spool.route.provider,
+                "provider_model": spool.route.provider_model,
+                "api_base": safe_base(spool.route.api_base),
+                "input_file_id": str(uploaded.id),
+                "requests": len(spool.requests),
+                "created_at": now_iso(),
+            }
+        )
+        self._say(f"batch {batch_id}: {len(spool.requests)} requests submitted ({models[0]})")
+        return batch_id
+
+    def _record(self, fields: Record) -> None:
+        if self.log is not None:
+            self.log.append(STREAM, {"kind": "batch", **fields})
+
+    async def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
+        """A batch-API call, retried with backoff on transient errors; a BatchError at the end."""
+        from konkord.llm import _classify, _short_error
+
+        litellm = load_litellm()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await call()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if _classify(exc, litellm) == "transient" and attempt <= self.max_retries:
+                    await asyncio.sleep(
+                        min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
+                    )
+                    continue
+                raise BatchError(f"--batch: could not {what}: {_short_error(exc)}") from None
+
+    async def _poll_and_collect(
+        self, batch_id: str, route: Route, requests: dict[str, _Request]
+    ) -> None:
+        litellm = load_litellm()
+        creds = route.credentials()
+        last = ""
+        while True:
+            batch = await self._retrying(
+                f"read the status of batch {batch_id}",
+                lambda: litellm.aretrieve_batch(batch_id=batch_id, timeout=self.timeout_s, **creds),
+            )
+            status = str(batch.status)
+            if status != last:
+                self._say(f"batch {batch_id}: {status}")
+                last = status
+            if status in TERMINAL:
+                break
+            await asyncio.sleep(self.poll_s)
+        started = time.perf_counter()
+        seen: dict[str, CallResult] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                async for entry in self._lines(str(file_id), creds):
+                    custom_id = entry.get("custom_id")
+                    if isinstance(custom_id, str) and custom_id in requests:
+                        seen[custom_id] = self._result_of(entry, requests[custom_id])
+        cost: float | None = 0.0
+        failed = 0
+        cache = self._response_cache()
+        for key, request in requests.items():
+            result = seen.get(key)
+            if result is None:
+                result = CallResult(
+                    text=None,
+                    error=f"batch {batch_id} ended {status} without this request",
+                    error_kind="transient",
+                )
+            result.attempts = request.attempts + 1
+            if not result.ok:
+                failed += 1
+            elif cache is not None:
+                cache.put(key, result)
+            if result.ok:
+                cost = None if cost is None or result.cost_usd is None else cost + result.cost_usd
+            self._deliver(request, result)
+        self._record(
+            {
+                "batch_id": batch_id,
+                "status": "collected",
+                "provider_status": status,
+                "requests": len(requests),
+                "failed": failed,
+                "cost_usd": cost,
+                "collected_at": now_iso(),
+            }
+        )
+        self._say(
+            f"batch {batch_id}: collected {len(requests) - failed} replies, {failed} failed "
+            f"({time.perf_counter() - started:.1f} s)"
+        )
+
+    def _deliver(self, request: _Request, result: CallResult) -> None:
+        """Hand a reply to its callers, or queue a transient failure for the next batch."""
+        if (
+            not result.ok
+            and result.error_kind == "transient"
+            and request.attempts < self.max_retries
+            and request.futures
+        ):
+            request.attempts += 1
+            with open(request.spool, "rb") as handle:
+                handle.seek(request.offset)
+                line = handle.read(request.length)
+            self._add(self._route(request.model, request.settings.api_base), request, line)
+            return
+        self._waiting.pop(request.key, None)
+        if not request.futures:  # a reply from a resumed batch: kept until someone asks
+            if result.ok:
+                self._collected[request.key] = result  # a failure is simply asked again
+            return
+        first, *others = request.futures
+        if not first.done():
+            first.set_result(result)
+        for future in others:  # the same request asked twice: the second is served as cached
+            if not future.done():
+                future.set_result(CallResult(**{**result.__dict__, "cached": True}))
+
+    async def _lines(self, file_id: str, creds: dict[str, Any]) -> AsyncIterator[Record]:
+        """The JSON lines of a provider file, streamed (never the whole file in memory)."""
+        litellm = load_litellm()
+        content = await self._retrying(
+            f"download file {file_id}",
+            lambda: litellm.afile_content(
+                file_id=file_id, stream=True, timeout=self.timeout_s, **creds
+            ),
+        )
+        chunks = getattr(content, "stream_iterator", None)
+        if chunks is None:  # a provider without streaming: the whole file at once
+            data = content.content if hasattr(content, "content") else bytes(content)
+
+            async def one() -> AsyncIterator[bytes]:
+                yield data
+
+            chunks = one()
+        rest = b""
+        async for chunk in chunks:
+            rest += chunk
+            *whole, rest = rest.split(b"\n")
+            for line in whole:
+                if line.strip():
+                    yield json.loads(line)
+        if rest.strip():
+            yield json.loads(rest)
+
+    def _result_of(self, entry: Record, request: _Request) -> CallResult:
+        """A batch output or error line as the CallResult a live call would have given."""
+        response = entry.get("response")
+        status = response.get("status_code") if isinstance(response, dict) else None
+        body = response.get("body") if isinstance(response, dict) else None
+        if status != 200 or not isinstance(body, dict):
+            error = entry.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            detail = body if body is not None else {"error": error}
+            text, kind = _status_error(status, detail, code)
+            return CallResult(text=None, error=text, error_kind=kind)
+        try:
+            result = self._parse_body(body)
+        except MalformedResponse as exc:
+            return CallResult(
+                text=None, error=f"MalformedResponse: {exc}"[:500], error_kind="transient"
+            )
+        result.cost_usd = self.batch_cost(
+            request.model, result.tokens_in or 0, result.tokens_out or 0
+        )
+        return result
+
+    def _parse_body(self, body: Record) -> CallResult:
+        """The fields the live path reads from a completion, read from its JSON body."""
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise MalformedResponse("the response has no choices")
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise MalformedResponse("the response's first choice has no message")
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        if self._secrets is None:
+            self._secrets = secret_values()
+        content = message.get("content")
+        text = redact(content if isinstance(content, str) else "", False, self._secrets)
+        return CallResult(
+            text=text,
+            finish_reason=choices[0].get("finish_reason"),
+            tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0),
+            latency_s=None,  # a batch has a turnaround, not a per-call latency
+            attempts=1,
+        )
+
+    def batch_cost(self, model: str, tokens_in: int, tokens_out: int) -> float | None:
+        """Dollars for one batched call at batch prices; None when no price is known."""
+        price = self.prices.get(model)
+        if price is not None:
+            live = tokens_in * price.input_per_million + tokens_out * price.output_per_million
+            return live / 1e6 * BATCH_DISCOUNT
+        litellm = load_litellm()
+        if not self._model_known(litellm, model):
+            return None
+        from litellm.cost_calculator import batch_cost_calculator
+
+        usage = litellm.Usage(
+            prompt_tokens=tokens_in,
+            completion_tokens=tokens_out,
+            total_tokens=tokens_in + tokens_out,
+        )
+        prompt, completion = batch_cost_calculator(usage=usage, model=model)
+        return float(prompt + completion)
+
+    # --- resuming --------------------------------------------------------------------------
+
+    def open_batches(self) -> list[Record]:
+        """Batches this run submitted and never collected (a crash, a closed laptop)."""
+        if self.log is None:
+            return []
+        latest = self.log.latest(STREAM)
+        return [r for r in latest.values() if r.get("status") == "submitted"]
+
+    async def _resume_open_batches(self) -> None:
+        """Before any new submission: poll and collect every batch left open in the evidence."""
+        if self._resume_done:
+            return
+        if self._resumed is None:
+            self._resumed = asyncio.Lock()
+        async with self._resumed:
+            if self._resume_done:
+                return
+            pending = []
+            for record in self.open_batches():
+                models = record.get("models") or []
+                route = Route(
+                    str(record.get("provider")),
+                    str(record.get("provider_model")),
+                    self._api_base_for(record),
+                )
+                self._say(f"batch {record['batch_id']}: resuming (submitted earlier)")
+                pending.append(
+                    self._collect_resumed(str(record["batch_id"]), route, list(models))
+                )
+            await asyncio.gather(*pending)
+            self._resume_done = True
+
+    def _api_base_for(self, record: Record) -> str | None:
+        stored = record.get("api_base")
+        return str(stored) if stored else None
+
+    async def _collect_resumed(self, batch_id: str, route: Route, models: list[str]) -> None:
+        """Collect a batch submitted by an earlier process; its replies wait for their callers."""
+
+        class _AnyKey(dict[str, _Request]):
+            """Every custom_id in the files belongs to this batch; made up on first sight."""
+
+            def __contains__(self, key: object) -> bool:
+                return isinstance(key, str)
+
+            def __missing__(self, key: str) -> _Request:
+                request = _Request(key, models[0] if models else "", CallSettings(), [], Path(), 0, 0)
+                self[key] = request
+                return request
+
+        requests = _AnyKey()
+        await self._poll_and_collect(batch_id, route, requests)
