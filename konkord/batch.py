@@ -16,95 +16,32 @@ are recorded at once, as live.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
+import gc
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, Record, now_iso
-from konkord.llm import (
-    CallResult,
-    CallSettings,
-    MalformedResponse,
-    Message,
-    ModelClient,
-    env_float,
-    is_offline_model,
-    load_litellm,
-    redact,
-    secret_values,
+from konkord.batch_format import (
+    BATCH_DISCOUNT,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    STREAM,
+    TERMINAL,
+    BatchError,
+    Route,
+    json_lines,
+    request_line,
+    result_of_line,
+    route_for,
+    safe_base,
 )
-
-# OpenAI's limits per batch (50,000 requests, a 200 MB input file), with room to spare.
-MAX_REQUESTS = 50_000
-MAX_BYTES = 190 * 1024 * 1024
-BATCH_PROVIDERS = ("openai", "azure", "litellm_proxy")
-BATCH_DISCOUNT = 0.5  # runs.json prices are live prices; batch APIs charge about half
-TERMINAL = ("completed", "failed", "expired", "cancelled")
-TRANSIENT_STATUS = {408, 409, 425, 429}
-STREAM = "batches"
-
-
-class BatchError(KonkordError):
-    """The batch machinery itself failed (upload, submit, poll): nothing was recorded wrongly."""
-
-
-def safe_base(api_base: str | None) -> str | None:
-    """A server address fit for the evidence: no user:password, no query string."""
-    if not api_base:
-        return api_base
-    parts = urlsplit(api_base)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where one model's batches go: the provider, its model name there, and the server."""
-
-    provider: str
-    provider_model: str
-    api_base: str | None
-
-    def credentials(self) -> dict[str, Any]:
-        """Keyword arguments for litellm's file and batch functions (the key stays in memory)."""
-        kwargs: dict[str, Any] = {"custom_llm_provider": self.provider}
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
-        if self.provider in ("openai", "litellm_proxy"):
-            key = os.environ.get("OPENAI_API_KEY")
-            if key is None and self.api_base:
-                key = "not-needed"  # local OpenAI-compatible servers often take no key
-            if key is not None:
-                kwargs["api_key"] = key
-        return kwargs
-
-
-def route_for(model: str, api_base: str | None) -> Route:
-    """The provider that runs `model`'s batches, or a KonkordError naming what is supported."""
-    if is_offline_model(model):
-        raise KonkordError(
-            f"--batch: {model} is a simulated model (no batch API); run it without --batch"
-        )
-    litellm = load_litellm()
-    try:
-        name, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
-    except Exception as exc:
-        raise KonkordError(f"--batch: litellm does not know model {model} ({exc})") from None
-    if provider not in BATCH_PROVIDERS:
-        raise KonkordError(
-            f"--batch: {model} is served by {provider}, whose batch API Konkord does not drive "
-            f"(supported: {', '.join(BATCH_PROVIDERS)}); run it without --batch"
-        )
-    return Route(provider, name, api_base)
+from konkord.calls import CallResult, CallSettings, Message
+from konkord.credentials import secret_values
+from konkord.evidence import EvidenceLog, Record, now_iso
+from konkord.llm import ModelClient, env_float, load_litellm
 
 
 @dataclass
@@ -143,20 +80,6 @@ class _Spool:
         if self.handle is not None:
             self.handle.close()
             self.handle = None
-
-
-def _status_error(status: int | None, body: Any, code: str | None = None) -> tuple[str, str]:
-    """(error text, kind) for one failed line of a batch."""
-    message = ""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            message = str(error.get("message") or error.get("code") or "")
-            code = code or error.get("code")
-    label = f"status {status}" if status else str(code or "error")
-    text = redact(f"batch line failed ({label}): {message or code or 'no detail'}")
-    transient = status is None or status in TRANSIENT_STATUS or status >= 500
-    return text[:500], "transient" if transient else "permanent"
 
 
 @dataclass
@@ -198,25 +121,22 @@ class BatchClient(ModelClient):
         cache = self._response_cache()
         if use_cache and cache is not None and (hit := cache.get(key)) is not None:
             return hit
+        hold = await self.budget.reserve(model, messages, settings) if self.budget else None
         waiting = self._waiting.get(key)
         future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
         if waiting is not None:
             waiting.futures.append(future)
         else:
             self._enqueue(key, model, messages, settings, future)
-        return await future
-
-    def _body(self, route: Route, messages: list[Message], settings: CallSettings) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": route.provider_model,
-            "messages": messages,
-            "max_tokens": settings.max_tokens,
-        }
-        if settings.temperature is not None:
-            body["temperature"] = settings.temperature
-        if settings.seed is not None:
-            body["seed"] = settings.seed
-        return body
+        try:
+            result = await future
+        except BaseException:
+            if self.budget is not None and hold is not None:
+                self.budget.settle(hold, None)
+            raise
+        if self.budget is not None and hold is not None:
+            self.budget.settle(hold, result.cost_usd if result.ok and not result.cached else 0.0)
+        return result
 
     def _route(self, model: str, api_base: str | None) -> Route:
         found = self._routes.get((model, api_base))
@@ -233,15 +153,7 @@ class BatchClient(ModelClient):
         future: asyncio.Future[CallResult],
     ) -> None:
         route = self._route(model, settings.api_base)
-        line = json.dumps(
-            {
-                "custom_id": key,
-                "method": "POST",
-                "url": "/v1/chat/completions",
-                "body": self._body(route, messages, settings),
-            },
-            ensure_ascii=False,
-        ).encode() + b"\n"
+        line = request_line(key, route, messages, settings)
         request = _Request(key, model, settings, [future], Path(), 0, len(line))
         self._add(route, request, line)
 
@@ -421,6 +333,10 @@ class BatchClient(ModelClient):
                 "collected_at": now_iso(),
             }
         )
+        # litellm builds a fresh OpenAI client (and connection pool) for every file and batch
+        # call and never closes it; collecting them now, while their event loop still runs,
+        # closes their sockets cleanly instead of after the loop is gone.
+        gc.collect()
         self._say(
             f"batch {batch_id}: collected {len(requests) - failed} replies, {failed} failed "
             f"({time.perf_counter() - started:.1f} s)"
@@ -469,59 +385,19 @@ class BatchClient(ModelClient):
                 yield data
 
             chunks = one()
-        rest = b""
-        async for chunk in chunks:
-            rest += chunk
-            *whole, rest = rest.split(b"\n")
-            for line in whole:
-                if line.strip():
-                    yield json.loads(line)
-        if rest.strip():
-            yield json.loads(rest)
+        async for entry in json_lines(chunks):
+            yield entry
 
     def _result_of(self, entry: Record, request: _Request) -> CallResult:
         """A batch output or error line as the CallResult a live call would have given."""
-        response = entry.get("response")
-        status = response.get("status_code") if isinstance(response, dict) else None
-        body = response.get("body") if isinstance(response, dict) else None
-        if status != 200 or not isinstance(body, dict):
-            error = entry.get("error")
-            code = error.get("code") if isinstance(error, dict) else None
-            detail = body if body is not None else {"error": error}
-            text, kind = _status_error(status, detail, code)
-            return CallResult(text=None, error=text, error_kind=kind)
-        try:
-            result = self._parse_body(body)
-        except MalformedResponse as exc:
-            return CallResult(
-                text=None, error=f"MalformedResponse: {exc}"[:500], error_kind="transient"
-            )
-        result.cost_usd = self.batch_cost(
-            request.model, result.tokens_in or 0, result.tokens_out or 0
-        )
-        return result
-
-    def _parse_body(self, body: Record) -> CallResult:
-        """The fields the live path reads from a completion, read from its JSON body."""
-        choices = body.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise MalformedResponse("the response has no choices")
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise MalformedResponse("the response's first choice has no message")
-        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         if self._secrets is None:
             self._secrets = secret_values()
-        content = message.get("content")
-        text = redact(content if isinstance(content, str) else "", False, self._secrets)
-        return CallResult(
-            text=text,
-            finish_reason=choices[0].get("finish_reason"),
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
-            latency_s=None,  # a batch has a turnaround, not a per-call latency
-            attempts=1,
-        )
+        result = result_of_line(entry, self._secrets)
+        if result.ok:
+            result.cost_usd = self.batch_cost(
+                request.model, result.tokens_in or 0, result.tokens_out or 0
+            )
+        return result
 
     def batch_cost(self, model: str, tokens_in: int, tokens_out: int) -> float | None:
         """Dollars for one batched call at batch prices; None when no price is known."""

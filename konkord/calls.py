@@ -52,6 +52,8 @@ class CallResult:
     attempts: int = 0
     cached: bool = False
     logprobs: list[dict[str, Any]] | None = None  # per token: token, logprob, top alternatives
+    deployment: str | None = None  # which deployment answered, when several serve the model
+    fallbacks: tuple[str, ...] = ()  # deployments that failed before it, in order
 
     @property
     def ok(self) -> bool:
@@ -70,7 +72,14 @@ class CallResult:
             "error": self.error,
             "error_kind": self.error_kind,
             "attempts": self.attempts,
+            **self.route(),
         }
+
+    def route(self) -> dict[str, Any]:
+        """Where the call was answered, for the evidence (only when several deployments serve)."""
+        if self.deployment is None and not self.fallbacks:
+            return {}
+        return {"deployment": self.deployment, "fallbacks": list(self.fallbacks)}
 
 
 class ResponseCache:
@@ -128,6 +137,7 @@ class ResponseCache:
         fields: dict[str, Any] = {k: data.get(k) for k in CallResult.__dataclass_fields__}
         result = CallResult(**fields)
         result.attempts = int(result.attempts or 0)
+        result.fallbacks = tuple(result.fallbacks or ())
         result.cached = True
         return result
 

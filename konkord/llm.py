@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Re-exported: callers import these from here, the one door to model calls.
 from konkord.calls import CallResult as CallResult
@@ -28,8 +28,13 @@ from konkord.credentials import SECRET_SHAPE as SECRET_SHAPE
 from konkord.credentials import load_dotenv_file as load_dotenv_file
 from konkord.credentials import redact as redact
 from konkord.credentials import secret_values as secret_values
+from konkord.deployments import answered_by, failed_deployment
 from konkord.errors import KonkordError
 from konkord.runs_config import Price
+
+if TYPE_CHECKING:
+    from konkord.budget import Budget
+    from konkord.deployments import Deployments
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_CACHE_DIR = Path(".konkord/cache")
@@ -174,6 +179,8 @@ class ModelClient:
     timeout_s: float = field(default_factory=_default_timeout)
     cache_dir: Path | None = DEFAULT_CACHE_DIR
     prices: dict[str, Price] = field(default_factory=dict)
+    deployments: Deployments | None = None  # models served by several deployments (Router)
+    budget: Budget | None = None  # --max-cost: refuses calls that could pass the cap
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
     _known_models: dict[str, bool] = field(default_factory=dict, init=False)
     _cache: ResponseCache | None = field(default=None, init=False)
@@ -261,18 +268,31 @@ class ModelClient:
         if settings.top_logprobs:
             kwargs |= {"logprobs": True, "top_logprobs": settings.top_logprobs}
         attempts = 0
+        routed = self.deployments is not None and self.deployments.serves(model)
+        failed_on: list[str] = []
+        hold = await self.budget.reserve(model, messages, settings) if self.budget else None
         async with self._semaphore(model):
             while True:
                 attempts += 1
                 started = time.perf_counter()
                 try:
-                    response = await litellm.acompletion(**kwargs)
+                    if routed and self.deployments is not None:
+                        response = await self.deployments.acompletion(kwargs)
+                    else:
+                        response = await litellm.acompletion(**kwargs)
                     latency = time.perf_counter() - started
                     result = self._result_from(litellm, model, response, latency, attempts)
+                    if routed:
+                        result.deployment = answered_by(response)
+                        result.fallbacks = tuple(failed_on)
                     break
                 except asyncio.CancelledError:
+                    if self.budget and hold is not None:
+                        self.budget.settle(hold, None)
                     raise
                 except Exception as exc:
+                    if routed:
+                        failed_on.append(failed_deployment(exc))
                     kind = _classify(exc, litellm)
                     if kind == "transient" and attempts <= self.max_retries:
                         delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempts - 1))
@@ -282,9 +302,14 @@ class ModelClient:
                             delay = max(delay, min(wait, self.backoff_cap_s))
                         await asyncio.sleep(delay)
                         continue
+                    if self.budget and hold is not None:
+                        self.budget.settle(hold, 0.0)
                     return CallResult(
-                        text=None, error=_short_error(exc), error_kind=kind, attempts=attempts
+                        text=None, error=_short_error(exc), error_kind=kind, attempts=attempts,
+                        fallbacks=tuple(failed_on),
                     )
+        if self.budget and hold is not None:
+            self.budget.settle(hold, result.cost_usd)
         if cache is not None:
             cache.put(key, result)
         return result

@@ -12,6 +12,7 @@ from pydantic import (
     field_validator,
 )
 
+from konkord.deployments import Deployment
 from konkord.errors import SuiteError
 from konkord.suite import SLUG, parse_located, slug_problem
 from konkord.yamlpos import Loc, describe_loc, load_json
@@ -97,6 +98,8 @@ class RunEntry(BaseModel):
     generation: Generation = Generation()
     api_base: str | None = None
     cascade: Cascade | None = None
+    # model -> its deployments (konkord.deployments), or the name of a JSON file holding that map
+    deployments: dict[str, tuple[Deployment, ...]] | str | None = None
 
     @field_validator("name")
     @classmethod
@@ -139,6 +142,13 @@ class RunEntry(BaseModel):
         if self.cascade is not None:
             out += self._cascade_problems(self.cascade)
         first_pass = {self.cascade.first_pass} if self.cascade else set()
+        if isinstance(self.deployments, dict):
+            for model in self.deployments:
+                if model not in (*self.models, *self.judges, *first_pass):
+                    out.append(
+                        (("deployments", model),
+                         f'"{model}" is neither a model nor a judge of this run')
+                    )
         for model in self.prices:
             if model not in self.models and model not in self.judges and model not in first_pass:
                 out.append(

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from konkord.deployments import Deployment, load_deployment_file
 from konkord.errors import KonkordError
 from konkord.llm import CallSettings
 from konkord.runs_config import (
@@ -40,6 +41,7 @@ class RunSpec:
     results_path: Path = Path("results/run.json")
     in_runs_file: bool = False
     cascade: Cascade | None = None  # a first-pass judge in front of the strong one
+    deployments: dict[str, tuple[Deployment, ...]] = field(default_factory=dict)
 
     @property
     def run_dir(self) -> Path:
@@ -59,11 +61,18 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         judges=entry.judges,
         settings=CallSettings(gen.temperature, gen.max_tokens, gen.seed, entry.api_base),
         prices=dict(entry.prices),
+        deployments=_deployments(entry, base),
         label_plan=entry.label_plan,
         results_path=entry.results_path,
         in_runs_file=True,
         cascade=entry.cascade,
     )
+
+
+def _deployments(entry: RunEntry, base: Path) -> dict[str, tuple[Deployment, ...]]:
+    if isinstance(entry.deployments, str):
+        return load_deployment_file(base / entry.deployments)
+    return dict(entry.deployments or {})
 
 
 def manifest_path(name: str) -> Path:

@@ -6,6 +6,13 @@ import asyncio
 
 import click
 
+from konkord.commands.large_run_options import (
+    batch_status,
+    large_run_options,
+    print_estimates,
+    report_budget,
+)
+
 
 @click.command()
 @click.option(
@@ -42,6 +49,7 @@ import click
     help="Where the first pass's confidence comes from: logprobs (of the verdict token) or "
     "samples:N (vote share of N calls per order at temperature 1) [default: logprobs].",
 )
+@large_run_options
 def judge(
     run_name: str,
     judges: tuple[str, ...],
@@ -51,6 +59,9 @@ def judge(
     first_pass: str | None,
     accept_at: float | None,
     confidence: str | None,
+    batch: bool,
+    dry_run: bool,
+    max_cost: float | None,
 ) -> None:
     """Judge every pair of answers of a run, blind and in both orders.
 
@@ -73,6 +84,11 @@ def judge(
 
     plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)
     if plan is not None:
+        if batch or dry_run or max_cost is not None:
+            raise KonkordError(
+                "--batch, --dry-run and --max-cost do not drive a first-pass cascade yet: "
+                "judge without them, or without the cascade"
+            )
         run_cascade(spec, plan, concurrency, max_tokens, api_base)
         return
     for note in preflight(spec, chosen):
@@ -82,6 +98,22 @@ def judge(
         f"both orders, judges: {', '.join(chosen)}",
         err=True,
     )
+    if dry_run:
+        from konkord.dry_run import judge_estimates
+
+        print_estimates(judge_estimates(spec, tuple(chosen), max_tokens, batch), batch)
+        return
+    from dataclasses import replace
+
+    from konkord.door import check_options, check_prices, make_client
+
+    if api_base:
+        spec = replace(spec, settings=replace(spec.settings, api_base=api_base))
+    check_options(spec, tuple(chosen), batch)
+    client = make_client(
+        spec, batch=batch, max_cost=max_cost, concurrency=concurrency, on_status=batch_status
+    )
+    check_prices(client, tuple(chosen))
     total = planned_calls(spec, chosen)
     with progress_bar("verdicts", total) as advance:
         moved = [0]
@@ -94,8 +126,9 @@ def judge(
             judge_run(
                 spec,
                 chosen,
-                None,
-                concurrency=concurrency,
+                client,
+                # in batch mode every call joins a batch at once; the batch client splits them
+                concurrency=10**9 if batch else concurrency,
                 max_tokens=max_tokens,
                 on_progress=on_progress,
                 api_base=api_base,
@@ -112,6 +145,8 @@ def judge(
     for tally in summary.tallies.values():
         for line in tally.failures[:10]:
             click.secho(f"  failed: {line}", fg="red", err=True)
+    stopped = report_budget(client)
     if summary.failed:
         click.echo("rerun the same command to retry the failures", err=True)
+    if summary.failed or stopped:
         raise SystemExit(1)

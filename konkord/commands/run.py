@@ -7,6 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from konkord.commands.large_run_options import (
+    batch_status,
+    large_run_options,
+    print_estimates,
+    report_budget,
+)
+
 if TYPE_CHECKING:
     from konkord.runspec import RunSpec
 
@@ -49,6 +56,7 @@ if TYPE_CHECKING:
     "$KONKORD_BACKOFF_BASE seconds, default 1).",
 )
 @click.option("--force", is_flag=True, help="Regenerate answers even if recorded (pays again).")
+@large_run_options
 def run(
     suite_path: Path | None,
     models: str | None,
@@ -61,6 +69,9 @@ def run(
     timeout: float | None,
     retries: int,
     force: bool,
+    batch: bool,
+    dry_run: bool,
+    max_cost: float | None,
 ) -> None:
     """Ask every model for one answer per task, saving each answer as it arrives.
 
@@ -76,8 +87,9 @@ def run(
     import asyncio
     import warnings
 
+    from konkord.door import check_options, check_prices, make_client
     from konkord.evidence import EvidenceLog, TornLineWarning
-    from konkord.llm import ModelClient, missing_credentials
+    from konkord.llm import missing_credentials
     from konkord.progress import progress_bar
     from konkord.runspec import write_manifest
     from konkord.stages.run import answers_to_make, generate_answers
@@ -88,7 +100,14 @@ def run(
         warnings.simplefilter("ignore", TornLineWarning)
         todo = answers_to_make(log, spec.suite, spec.models, spec.settings, force)
         wanted = tuple(dict.fromkeys(model for _, model in todo))
-        missing = missing_credentials(wanted, spec.settings.api_base)
+        if dry_run:
+            from konkord.dry_run import run_estimates
+
+            print_estimates(run_estimates(spec, spec.settings, force, batch), batch)
+            return
+        check_options(spec, wanted, batch)
+        routed = tuple(m for m in wanted if m not in spec.deployments)
+        missing = missing_credentials(routed, spec.settings.api_base)
         if missing:
             counts = {model: sum(m == model for _, m in todo) for model in missing}
             needs = "; ".join(
@@ -109,9 +128,11 @@ def run(
                 fg="yellow",
                 err=True,
             )
-        client = ModelClient(concurrency=concurrency, max_retries=retries, prices=spec.prices)
-        if timeout is not None:
-            client.timeout_s = timeout
+        client = make_client(
+            spec, batch=batch, max_cost=max_cost, concurrency=concurrency, retries=retries,
+            timeout=timeout, on_status=batch_status,
+        )
+        check_prices(client, wanted)
         total = len(spec.suite.tasks) * len(spec.models)
         click.echo(
             f"run {spec.name}: {len(spec.suite.tasks)} tasks x {len(spec.models)} models",
@@ -140,12 +161,14 @@ def run(
         f"generated {summary.generated}, cached {summary.cached}, already recorded "
         f"{summary.already_recorded}, failed {summary.failed}; cost {cost}"
     )
+    stopped = report_budget(client)
     for line in summary.failures[:10]:
         click.secho(f"  failed: {line}", fg="red", err=True)
     if len(summary.failures) > 10:
         click.secho(f"  ... and {len(summary.failures) - 10} more", fg="red", err=True)
     if summary.failed:
         click.echo("rerun the same command to retry the failures", err=True)
+    if summary.failed or stopped:
         raise SystemExit(1)
 
 

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Callable
 from itertools import combinations
 
+from konkord.budget import BudgetReached
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record, now_iso
 from konkord.families import check_judge_independence
@@ -79,6 +80,16 @@ def planned_calls(spec: RunSpec, judges: tuple[str, ...] | list[str]) -> int:
     """How many judge calls a complete judging of the run takes (recorded ones included)."""
     items, _ = _items(spec, EvidenceLog(spec.run_dir), tuple(dict.fromkeys(judges)))
     return len(items)
+
+
+def calls_to_make(spec: RunSpec, judges: tuple[str, ...] | list[str]) -> list[JudgeItem]:
+    """The judge calls still owed (missing, failed or stale), for an estimate before judging."""
+    log = EvidenceLog(spec.run_dir)
+    judges = tuple(dict.fromkeys(judges))
+    items, _ = _items(spec, log, judges)
+    fhash = frame_hash(compose_system_prompt(spec.suite))
+    done = {j: _done_keys(spec, log, j, fhash, items) for j in judges}
+    return [item for item in items if item.key not in done[item.judge]]
 
 
 def missing_verdicts(spec: RunSpec, judge: str) -> int:
@@ -210,9 +221,12 @@ async def judge_run(
     async def judge_one(item: JudgeItem) -> None:
         nonlocal finished
         async with gate:
-            record, calls = await ask_judge(
-                spec, item, client, settings, fhash, use_cache=item.key not in unparseable
-            )
+            try:
+                record, calls = await ask_judge(
+                    spec, item, client, settings, fhash, use_cache=item.key not in unparseable
+                )
+            except BudgetReached:
+                return  # --max-cost: not launched; a rerun with a higher cap asks it
         log.append("verdicts", record)
         tally = summary.tallies[item.judge]
         if record["cost_usd"] is None:

@@ -127,6 +127,7 @@ async def ask_judge(
         "finish_reason": final.finish_reason,
         "retried": len(calls) > 1,
         "created_at": now_iso(),
+        **final.route(),
     }
     if len(calls) > 1:
         record["first_raw"] = first.text

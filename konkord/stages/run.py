@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from konkord.budget import BudgetReached
 from konkord.errors import KonkordError
 from konkord.evidence import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.llm import CallResult, CallSettings, Message, ModelClient
@@ -135,7 +136,10 @@ async def generate_answers(
 
     async def answer_one(task: Task, model: str) -> None:
         messages = answer_messages(suite, task)
-        result = await client.complete(model, messages, settings, use_cache=not force)
+        try:
+            result = await client.complete(model, messages, settings, use_cache=not force)
+        except BudgetReached:
+            return  # --max-cost: not launched; a rerun with a higher cap asks it
         try:
             await appender.append(answer_record(task, model, messages, settings, result))
         except OSError as exc:

@@ -1,0 +1,60 @@
+"""Options `run` and `judge` share for large runs: --batch, --dry-run, --max-cost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from konkord.budget import Estimate
+    from konkord.llm import ModelClient
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def large_run_options(command: F) -> F:
+    """Add `--batch`, `--dry-run` and `--max-cost USD` to a command."""
+    command = click.option(
+        "--max-cost",
+        type=click.FloatRange(min=0),
+        metavar="USD",
+        help="Launch no call that could take the run's spending (its evidence included) past "
+        "USD; calls in flight finish and are saved. Rerun with a higher cap to continue.",
+    )(command)
+    command = click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Print per model the calls still to make, tokens, cost range and time at the "
+        "configured rate limits; call nothing.",
+    )(command)
+    command = click.option(
+        "--batch",
+        is_flag=True,
+        help="Send the calls through the provider's batch API (about half price, replies "
+        "within 24 h); a rerun after a crash collects submitted batches, never resubmits.",
+    )(command)
+    return command
+
+
+def print_estimates(estimates: list[Estimate], batch: bool) -> None:
+    """The dry-run report on stdout."""
+    from konkord.budget import estimate_lines
+
+    for line in estimate_lines(estimates, batch):
+        click.echo(line)
+
+
+def report_budget(client: ModelClient) -> bool:
+    """Say how far a capped run got; True when the cap stopped it."""
+    budget = client.budget
+    if budget is None or not budget.closed:
+        return False
+    click.secho(budget.report(), fg="yellow", err=True)
+    return True
+
+
+def batch_status(text: str) -> None:
+    """Batch progress lines (submitted, in progress, collected) on stderr."""
+    click.echo(text, err=True)
