@@ -33,6 +33,14 @@ from konkord.stages.run import answer_key_hash, answer_messages, generate_answer
 from konkord.verdicts import combine_verdicts, load_verdicts
 
 REPO = Path(__file__).resolve().parent.parent
+# litellm builds a new OpenAI client (with its own connection pool) for every file and batch call
+# and never closes it; with several event loops in one test process, one of those pools can be
+# collected after its loop is gone. That is litellm's leak and harmless for the one loop a
+# command runs; it is not a failure of the behaviour tested here.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning",
+    "ignore:coroutine 'connect_tcp.<locals>.try_connect' was never awaited:RuntimeWarning",
+)
 MODELS = ["openai/model-a", "openai/model-b", "openai/model-c"]
 QUALITY = {"openai/model-a": 3, "openai/model-b": 2, "openai/model-c": 1}
 JUDGE = "openai/test-judge"
