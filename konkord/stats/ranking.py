@@ -192,8 +192,8 @@ def rank_ranges(
     """best = 1 + models supported above, worst = N - models supported below, over the N
     models that have comparisons (0 for the others)."""
     n = int(active.sum())
-    above = supported[:, active].sum(axis=0)  # [b]: models a with "a above b"
-    below = supported[active, :].sum(axis=1)  # [a]: models b with "a above b"
+    above = supported[active, :].sum(axis=0)  # [b]: models a with "a above b"
+    below = supported[:, active].sum(axis=1)  # [a]: models b with "a above b"
     best = np.where(active, 1 + above, 0).astype(np.int64)
     worst = np.where(active, n - below, 0).astype(np.int64)
     return best, worst
