@@ -1,0 +1,124 @@
+"""Know the bill before paying it: --dry-run calls nothing and prices the real prompts; --max-cost
+stops launching calls before the cap could be passed, and a rerun with a higher cap finishes
+without paying for anything twice."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from openai_server import OpenAIServer, Reply
+from test_batch import CALLS, JUDGE, MODELS, TASKS, content_judge, write_answers, write_project
+
+from konkord.budget import Budget, count_tokens
+from konkord.calls import CallSettings
+from konkord.cli import cli
+from konkord.evidence import EvidenceLog
+from konkord.runs_config import Price
+from konkord.runspec import resolve_run
+from konkord.stages.judge import calls_to_make, judge_messages
+
+PRICE_IN, PRICE_OUT = 1e-6, 2e-6  # write_project's $1 and $2 per million
+MAX_TOKENS = 100
+
+
+@pytest.fixture
+def demo(project: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KONKORD_BACKOFF_BASE", "0.01")
+    openai_server.responder = content_judge
+    write_project(project, openai_server.url)
+    write_answers(resolve_run("demo"))
+    return project
+
+
+def judge_cli(*extra: str) -> tuple[int, str]:
+    result = CliRunner().invoke(
+        cli, ["judge", "--run", "demo", "--max-tokens", str(MAX_TOKENS), *extra]
+    )
+    return result.exit_code, result.output
+
+
+def test_dry_run_prices_the_real_prompts_and_calls_nothing(
+    demo: Path, openai_server: OpenAIServer
+) -> None:
+    code, output = judge_cli("--dry-run")
+    assert code == 0, output
+    assert openai_server.requests == []
+    spec = resolve_run("demo")
+    tokens = sum(
+        count_tokens(JUDGE, judge_messages(spec, item)) for item in calls_to_make(spec, (JUDGE,))
+    )
+    low = tokens * PRICE_IN
+    high = low + CALLS * MAX_TOKENS * PRICE_OUT
+    line = next(line for line in output.splitlines() if line.startswith(f"judge {JUDGE}"))
+    assert f"{CALLS} calls, {tokens:,} tokens in, up to {CALLS * MAX_TOKENS:,} out" in line
+    assert f"cost ${low:,.4f} to ${high:,.4f}" in line
+    assert "no rate limit configured" in line
+    assert "nothing was called" in output
+    assert not (demo / "runs" / "demo" / "verdicts.jsonl").exists()
+
+    code, batched = judge_cli("--dry-run", "--batch")
+    assert f"cost ${low / 2:,.4f} to ${high / 2:,.4f} at batch prices" in batched
+
+
+def test_dry_run_of_answers_counts_per_model(demo: Path, openai_server: OpenAIServer) -> None:
+    result = CliRunner().invoke(cli, ["run", "--run", "demo", "--dry-run", "--force"])
+    assert result.exit_code == 0, result.output
+    for model in MODELS:
+        assert re.search(rf"^model {re.escape(model)}: {len(TASKS)} calls, ", result.output, re.M)
+    assert openai_server.requests == []
+
+
+def test_a_cap_below_the_cost_stops_cleanly_and_a_higher_cap_finishes(
+    demo: Path, openai_server: OpenAIServer
+) -> None:
+    spec = resolve_run("demo")
+    one_call = count_tokens(JUDGE, judge_messages(spec, calls_to_make(spec, (JUDGE,))[0]))
+    upper = one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT
+
+    def expensive(body: dict[str, Any], n: int) -> Reply:
+        # every reply as long as allowed: each call costs about its upper estimate
+        reply = content_judge(body, n)
+        reply.prompt_tokens, reply.completion_tokens = one_call, MAX_TOKENS
+        return reply
+
+    openai_server.responder = expensive
+    cap = CALLS * upper / 2  # about half of what the run costs
+    code, output = judge_cli("--max-cost", f"{cap}", "--concurrency", "2")
+    assert code == 1, output
+    assert "stopped at --max-cost" in output and "not launched" in output
+    log = EvidenceLog(spec.run_dir)
+    first = log.records("verdicts")
+    assert 0 < len(first) < CALLS
+    assert {r["kind"] for r in first} == {"verdict"}  # a refused call leaves no failure record
+    assert sum(r["cost_usd"] for r in first) <= cap
+    assert len(openai_server.requests) == len(first)
+
+    code, output = judge_cli("--max-cost", "1")
+    assert code == 0, output
+    records = log.records("verdicts")
+    assert len(records) == CALLS
+    prompts = [r["messages"][1]["content"] for r in openai_server.requests]
+    assert len(prompts) == len(set(prompts)) == CALLS  # nothing asked twice
+
+
+def test_the_cap_counts_what_the_evidence_already_spent() -> None:
+    budget = Budget(cap_usd=1.0, prices={"m": Price(input_per_million=0, output_per_million=1e6)},
+                    spent_before_usd=0.5)
+    settings = CallSettings(max_tokens=1)  # each call can cost at most $1 of output... too much
+    import asyncio
+
+    from konkord.budget import BudgetReached
+
+    with pytest.raises(BudgetReached):
+        asyncio.run(budget.reserve("m", [{"role": "user", "content": "x"}], settings))
+    assert budget.closed and budget.launched == 0
+
+
+def test_a_model_without_a_price_cannot_run_under_a_cap(demo: Path) -> None:
+    code, output = judge_cli("--max-cost", "1", "--judge", "openai/unpriced-judge")
+    assert code != 0
+    assert "no price is known for openai/unpriced-judge" in output
