@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
+import konkord.stats.judges as judges_module
 from konkord.stats import consistency, fit_bt_wins, wilson_interval
 from konkord.stats.judges import (
     consensus_match,
     length_preference,
     pair_order_agreement,
+    panel_figures,
+    panel_verdicts,
     panel_wins,
     task_consistency,
 )
@@ -35,7 +38,7 @@ TINY = [
 
 def tiny_wins() -> np.ndarray:
     g, t, i, j, s = (np.array(col) for col in zip(*TINY, strict=True))
-    return panel_wins(g, t, i, j, s, n_judges=3, n_models=3, n_tasks=2)
+    return panel_wins(panel_verdicts(g, t, i, j, s, n_judges=3, n_models=3, n_tasks=2))
 
 
 def test_consensus_match_by_hand_on_a_tiny_run() -> None:
@@ -48,15 +51,15 @@ def test_consensus_match_by_hand_on_a_tiny_run() -> None:
     # C, t1: others X 4, Y 1, Z 1 -> X>Y=Z; C says Z>Y>X: 0, 0, level 1/2 -> 1/6.
     #   C, t2: others X 2, Y 3.5, Z 0.5 -> Y>X>Z; C says X>Y>Z -> 2/3.
     expected = np.array([[1 / 3, 2 / 3], [1 / 2, 5 / 6], [1 / 6, 2 / 3]])
-    result = consensus_match(tiny_wins(), n_resamples=200)
-    np.testing.assert_allclose(result.figure.per_task, expected, atol=1e-9)
-    np.testing.assert_allclose(result.figure.mean, expected.mean(axis=1), atol=1e-9)
-    assert result.pairs.tolist() == [[3, 3], [3, 3], [3, 3]]
+    figure, pairs = consensus_match(tiny_wins(), n_resamples=200)
+    np.testing.assert_allclose(figure.per_task, expected, atol=1e-9)
+    np.testing.assert_allclose(figure.mean, expected.mean(axis=1), atol=1e-9)
+    assert pairs.tolist() == [[3, 3], [3, 3], [3, 3]]
     # Leave-one-out matters: pooling C's own verdicts into its consensus on t1 (X 4, Y 2, Z 3,
     # so X>Z>Y) would give it 1/3 there, not 1/6.
-    assert result.figure.per_task[2, 0] != pytest.approx(1 / 3)
-    lo, hi = result.figure.lower, result.figure.upper
-    assert np.all(lo <= result.figure.mean + 1e-12) and np.all(result.figure.mean <= hi + 1e-12)
+    assert figure.per_task[2, 0] != pytest.approx(1 / 3)
+    lo, hi = figure.lower, figure.upper
+    assert np.all(lo <= figure.mean + 1e-12) and np.all(figure.mean <= hi + 1e-12)
 
 
 def test_consensus_match_refuses_two_judges() -> None:
@@ -89,9 +92,9 @@ def test_consistency_per_task_matches_the_run_level_figure_on_one_task() -> None
         assert figure.per_task[k, 0] == pytest.approx(expected)
 
 
-def simulated_panel(
+def simulated_rows(
     accuracies: tuple[float, ...], n_tasks: int = 40, n_models: int = 5, seed: int = 7
-) -> np.ndarray:
+) -> list[tuple[int, int, int, int, float]]:
     """Judges that give the true order of a pair with their accuracy (else a coin), plus one
     quality-blind judge that follows a fixed arbitrary order of each task's answers."""
     rng = np.random.default_rng(seed)
@@ -106,19 +109,26 @@ def simulated_panel(
                 rows.append((g, t, a, b, truth if right else float(rng.random() < 0.5)))
             blind = 1.0 if arbitrary[a] < arbitrary[b] else 0.0
             rows.append((len(accuracies), t, a, b, blind))
+    return rows
+
+
+def simulated_panel(
+    accuracies: tuple[float, ...], n_tasks: int = 40, n_models: int = 5, seed: int = 7
+) -> np.ndarray:
+    rows = simulated_rows(accuracies, n_tasks, n_models, seed)
     g, t, i, j, s = (np.array(col) for col in zip(*rows, strict=True))
-    return panel_wins(g, t, i, j, s, len(accuracies) + 1, n_models, n_tasks)
+    return panel_wins(panel_verdicts(g, t, i, j, s, len(accuracies) + 1, n_models, n_tasks))
 
 
 def test_consensus_match_orders_judges_by_accuracy() -> None:
     wins = simulated_panel((0.95, 0.8, 0.65, 0.5), n_tasks=60)[:-1]  # no blind judge
-    match = consensus_match(wins, n_resamples=200).figure.mean
+    match = consensus_match(wins, n_resamples=200)[0].mean
     assert list(np.argsort(-match)) == [0, 1, 2, 3]
 
 
 def test_the_quality_blind_judge_is_most_consistent_and_matches_the_consensus_least() -> None:
     wins = simulated_panel((0.9, 0.75, 0.6), n_tasks=60)
-    match = consensus_match(wins, n_resamples=200).figure
+    match = consensus_match(wins, n_resamples=200)[0]
     steadiness = task_consistency(wins, n_resamples=200).mean
     assert int(np.argmin(match.mean)) == 3
     assert match.lower[3] < 0.5 < match.upper[3]  # no better than an unrelated order
@@ -140,6 +150,32 @@ def test_length_preference_counts_decided_pairs_of_different_length() -> None:
     assert empty.decided == 0 and np.isnan(empty.share)
 
 
-def test_panel_wins_names_the_bad_entry() -> None:
+def test_panel_verdicts_names_the_bad_entry() -> None:
     with pytest.raises(ValueError, match=r"judge\[1\] = 5 is outside 0..2"):
-        panel_wins([0, 5], [0, 0], [0, 1], [1, 2], [1, 0], 3, 3, 1)
+        panel_verdicts([0, 5], [0, 0], [0, 1], [1, 2], [1, 0], 3, 3, 1)
+
+
+def test_block_by_block_figures_equal_the_whole_run_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = simulated_rows((0.9, 0.7), n_tasks=30, n_models=4, seed=1)
+    rng = np.random.default_rng(0)
+    rows = [rows[k] for k in rng.permutation(len(rows))]  # any order of records
+    g, t, i, j, s = (np.array(col) for col in zip(*rows, strict=True))
+    panel = panel_verdicts(g, t, i, j, s, 3, 4, 30)
+    whole = panel_figures(panel, n_resamples=100)
+    monkeypatch.setattr(judges_module, "CHUNK_BYTES", 1)  # one task per block
+    blocks = panel_figures(panel, n_resamples=100)
+    dense = panel_wins(panel)
+    assert whole.consensus is not None and blocks.consensus is not None
+    np.testing.assert_allclose(whole.consensus.per_task, blocks.consensus.per_task)
+    np.testing.assert_allclose(whole.consistency.per_task, blocks.consistency.per_task)
+    np.testing.assert_allclose(whole.consensus.lower, blocks.consensus.lower)
+    np.testing.assert_allclose(whole.consensus.per_task, consensus_match(dense, 100)[0].per_task)
+    np.testing.assert_allclose(whole.consistency.mean, task_consistency(dense, 100).mean)
+    assert (
+        panel_figures(
+            panel_verdicts(g[g < 2], t[g < 2], i[g < 2], j[g < 2], s[g < 2], 2, 4, 30)
+        ).consensus
+        is None
+    )

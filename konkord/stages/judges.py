@@ -15,6 +15,7 @@ from konkord.runspec import RunSpec
 from konkord.stages.current import finite, proportion
 from konkord.stages.judges_table import PANEL
 from konkord.stages.report_ranking import ReportOptions, judge_block
+from konkord.stats.judges import MIN_JUDGES_FOR_CONSENSUS
 from konkord.verdicts import CombinedVerdict
 
 
@@ -62,12 +63,7 @@ def judge_panel(
 ) -> R.JudgePanel:
     """Consensus match, consistency and length preference of every judge, and the panel
     ranking (Bradley-Terry over all judges' verdicts pooled, with the same bootstrap)."""
-    from konkord.stats.judges import (
-        MIN_JUDGES_FOR_CONSENSUS,
-        consensus_match,
-        panel_wins,
-        task_consistency,
-    )
+    from konkord.stats.judges import panel_figures, panel_verdicts
 
     judges = list(combined_by_judge)
     models = list(spec.models)
@@ -85,29 +81,19 @@ def judge_panel(
         ]
         for judge, combined in combined_by_judge.items()
     }
-    rows = [
-        (g, task_index[c.task_id], model_index[c.model_a], model_index[c.model_b])
-        for g, judge in enumerate(judges)
-        for c in done[judge]
-    ]
-    scores = [_score(c.winner, c.model_a) for judge in judges for c in done[judge]]
-    wins = panel_wins(
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        [r[2] for r in rows],
-        [r[3] for r in rows],
-        scores,
+    pooled = [(g, c) for g, judge in enumerate(judges) for c in done[judge]]
+    panel_data = panel_verdicts(
+        [g for g, _ in pooled],
+        [task_index[c.task_id] for _, c in pooled],
+        [model_index[c.model_a] for _, c in pooled],
+        [model_index[c.model_b] for _, c in pooled],
+        [_score(c.winner, c.model_a) for _, c in pooled],
         n_judges=len(judges),
         n_models=len(models),
         n_tasks=len(task_index),
     )
-    resampling = {"n_resamples": options.resamples, "seed": options.seed}
-    steadiness = task_consistency(wins, **resampling)
-    match = (
-        consensus_match(wins, **resampling).figure
-        if len(judges) >= MIN_JUDGES_FOR_CONSENSUS
-        else None
-    )
+    figures = panel_figures(panel_data, n_resamples=options.resamples, seed=options.seed)
+    steadiness, match = figures.consistency, figures.consensus
     standings = [
         R.JudgeStanding(
             judge=judge,
@@ -131,8 +117,8 @@ def judge_panel(
         ),
     )
     if len(judges) >= 2:
-        pooled = [c for judge in judges for c in done[judge]]
-        block = judge_block(spec, log, PANEL, pooled, [], answers, options)
+        pooled_verdicts = [c for _, c in pooled]
+        block = judge_block(spec, log, PANEL, pooled_verdicts, [], answers, options)
         panel.panel_ratings = block.ratings
         panel.panel_rank_groups = block.rank_groups
         panel.bootstrap = block.bootstrap

@@ -1,8 +1,9 @@
 """Judges compared with each other: consensus match, per-task consistency, length preference.
 
-Input representation: `panel_wins(...)` packs the combined verdicts of J judges on one run into
-score matrices `wins[j, t, a, b]` = score of model a against model b by judge j on task t (a win
-1, a tie half to each side), shape (J, T, M, M). A model takes part in a fit on a task when it has
+Input representation: `panel_verdicts(...)` packs the combined verdicts of J judges on one run
+(parallel arrays, one entry per judge, task and pair); `panel_wins` turns a block of its tasks
+into score matrices `wins[j, t, a, b]` = score of model a against model b by judge j on task t
+(a win 1, a tie half to each side), shape (J, T, M, M). A model takes part in a fit on a task when it has
 at least one comparison there; models without one are left out of every figure for that task.
 
 Definitions (what the Judges page prints):
@@ -24,7 +25,8 @@ Definitions (what the Judges page prints):
 - *Length preference*: among decided pairs whose answers differ in length, the share won by the
   longer answer (0.5 is no preference), with a Wilson interval.
 
-All (J x T) per-task fits, own and leave-one-out, run batched through `newton_bt`.
+All (J x T) per-task fits, own and leave-one-out, run batched through `newton_bt`, a block of
+tasks at a time (`panel_figures`), so memory stays bounded for long runs.
 """
 
 from __future__ import annotations
@@ -42,7 +44,22 @@ LEVEL_TOLERANCE = 1e-6  # fitted log-strengths closer than this rank two models 
 MIN_JUDGES_FOR_CONSENSUS = 3
 
 
-def panel_wins(
+@dataclass(frozen=True)
+class PanelVerdicts:
+    """Combined verdicts of J judges: parallel arrays, one entry per (judge, task, pair), sorted
+    by task so a range of tasks is one slice. Build with `panel_verdicts(...)`."""
+
+    judge: IntArray
+    task: IntArray
+    i: IntArray
+    j: IntArray
+    score: FloatArray
+    n_judges: int
+    n_models: int
+    n_tasks: int
+
+
+def panel_verdicts(
     judge: npt.ArrayLike,
     task: npt.ArrayLike,
     i: npt.ArrayLike,
@@ -51,11 +68,9 @@ def panel_wins(
     n_judges: int,
     n_models: int,
     n_tasks: int,
-) -> FloatArray:
-    """Per-judge, per-task score matrices (J, T, M, M) from parallel arrays of combined verdicts.
-
-    `score` is 1 when model i won, 0.5 for a tie, 0 when model j won; ValueError names the first
-    bad entry."""
+) -> PanelVerdicts:
+    """Validate and pack; `score` is 1 when model i won, 0.5 for a tie, 0 when model j won.
+    ValueError names the first bad entry."""
     t, a, b, s = index_arrays(
         ("task", "i", "j", "score"), (task, i, j, score), n_models, n_tasks, "verdict"
     )
@@ -68,12 +83,25 @@ def panel_wins(
     bad = np.flatnonzero(~((s >= 0.0) & (s <= 1.0)))
     if bad.size:
         raise ValueError(f"score[{bad[0]}] = {s[bad[0]]} is outside 0..1")
-    m = n_models
-    size = n_judges * n_tasks * m * m
-    cell = (g * n_tasks + t) * m
+    order = np.argsort(t, kind="stable")
+    return PanelVerdicts(
+        g[order], t[order], a[order], b[order], s[order], int(n_judges), int(n_models), int(n_tasks)
+    )
+
+
+def panel_wins(panel: PanelVerdicts, first: int = 0, stop: int | None = None) -> FloatArray:
+    """Per-judge, per-task score matrices (J, tasks, M, M) for tasks first..stop-1 (all by
+    default): [g, t, a, b] = score of model a against model b by judge g on task first + t."""
+    stop = panel.n_tasks if stop is None else stop
+    lo, hi = np.searchsorted(panel.task, [first, stop])
+    g, t = panel.judge[lo:hi], panel.task[lo:hi] - first
+    a, b, s = panel.i[lo:hi], panel.j[lo:hi], panel.score[lo:hi]
+    m, n_t = panel.n_models, stop - first
+    size = panel.n_judges * n_t * m * m
+    cell = (g * n_t + t) * m
     flat = np.bincount((cell + a) * m + b, weights=s, minlength=size)
     flat += np.bincount((cell + b) * m + a, weights=1.0 - s, minlength=size)
-    out: FloatArray = flat.astype(np.float64).reshape(n_judges, n_tasks, m, m)
+    out: FloatArray = flat.astype(np.float64).reshape(panel.n_judges, n_t, m, m)
     return out
 
 
@@ -177,14 +205,75 @@ def task_mean(
     return TaskFigure(values, mean, lower, upper, count.astype(np.int64))
 
 
-@dataclass(frozen=True)
-class ConsensusMatch:
-    """Each judge's per-task ranking against the leave-one-out consensus of the others."""
+def _consensus_per_task(
+    wins: FloatArray, own: FloatArray, prior: float
+) -> tuple[FloatArray, IntArray]:
+    """Pair-order agreement (J, T) of each judge's own per-task fit `own` (J, T, M) with the
+    fit to the other judges' pooled verdicts, and the pairs it counts."""
+    others = wins.sum(axis=0, keepdims=True) - wins  # each judge left out in turn
+    consensus = task_strengths(others, prior)
+    present = _present(wins) & _present(others)
+    return pair_order_agreement(own, consensus, present)
 
-    figure: TaskFigure
-    pairs: IntArray  # (J, T) model pairs compared on each task
-    own_strength: FloatArray  # (J, T, M) each judge's per-task fit
-    consensus_strength: FloatArray  # (J, T, M) the others' pooled per-task fit
+
+def _consistency_per_task(wins: FloatArray, own: FloatArray) -> FloatArray:
+    """Mean fitted P(model beats the next one down) under each judge's own fit, per task."""
+    present = _present(wins)
+    # Absent models sort last and are masked out: order by strength among the present ones.
+    order = np.argsort(np.where(present, -own, np.inf), axis=-1, kind="stable")
+    ranked = np.take_along_axis(own, order, axis=-1)
+    ranked_present = np.take_along_axis(present, order, axis=-1)
+    adjacent = 0.5 * (1.0 + np.tanh(0.5 * (ranked[..., :-1] - ranked[..., 1:])))
+    valid = ranked_present[..., :-1] & ranked_present[..., 1:]
+    n_adjacent = valid.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: FloatArray = np.where(
+            n_adjacent > 0,
+            np.where(valid, adjacent, 0.0).sum(axis=-1) / np.maximum(n_adjacent, 1),
+            np.nan,
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class PanelFigures:
+    """Consistency of every judge, and its consensus match (None with fewer than 3 judges)."""
+
+    consistency: TaskFigure
+    consensus: TaskFigure | None
+    consensus_pairs: IntArray | None  # (J, T) model pairs the consensus match counts per task
+
+
+CHUNK_BYTES = 32 << 20  # working memory per block of tasks: score matrices and their copies
+
+
+def panel_figures(
+    panel: PanelVerdicts,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    prior: float = DEFAULT_PRIOR,
+) -> PanelFigures:
+    """Consistency and consensus match of every judge (see the module docstring), one block of
+    tasks at a time, so memory stays bounded however many tasks a run has."""
+    n_j, n_t, m = panel.n_judges, panel.n_tasks, panel.n_models
+    with_consensus = n_j >= MIN_JUDGES_FOR_CONSENSUS
+    steadiness = np.full((n_j, n_t), np.nan)
+    match = np.full((n_j, n_t), np.nan)
+    pairs = np.zeros((n_j, n_t), dtype=np.int64)
+    block = max(1, CHUNK_BYTES // (8 * 4 * n_j * m * m))  # wins, others, and fit temporaries
+    for first in range(0, n_t, block):
+        stop = min(n_t, first + block)
+        wins = panel_wins(panel, first, stop)
+        own = task_strengths(wins, prior)
+        steadiness[:, first:stop] = _consistency_per_task(wins, own)
+        if with_consensus:
+            match[:, first:stop], pairs[:, first:stop] = _consensus_per_task(wins, own, prior)
+    return PanelFigures(
+        consistency=task_mean(steadiness, n_resamples, seed, level),
+        consensus=task_mean(match, n_resamples, seed, level) if with_consensus else None,
+        consensus_pairs=pairs if with_consensus else None,
+    )
 
 
 def consensus_match(
@@ -193,8 +282,9 @@ def consensus_match(
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
     prior: float = DEFAULT_PRIOR,
-) -> ConsensusMatch:
-    """Consensus match of every judge (see the module docstring); needs three or more judges."""
+) -> tuple[TaskFigure, IntArray]:
+    """Consensus match of every judge from score matrices (J, T, M, M), and the pairs counted
+    per task; needs three or more judges. (`panel_figures` does the same a block at a time.)"""
     wins = np.asarray(wins, dtype=np.float64)
     n_judges = wins.shape[0]
     if n_judges < MIN_JUDGES_FOR_CONSENSUS:
@@ -202,17 +292,8 @@ def consensus_match(
             f"consensus match needs at least {MIN_JUDGES_FOR_CONSENSUS} judges "
             f"(got {n_judges}): with two, the consensus of the others is one judge"
         )
-    others = wins.sum(axis=0, keepdims=True) - wins  # (J, T, M, M), each judge left out
-    own = task_strengths(wins, prior)
-    consensus = task_strengths(others, prior)
-    present = _present(wins) & _present(others)
-    share, pairs = pair_order_agreement(own, consensus, present)
-    return ConsensusMatch(
-        figure=task_mean(share, n_resamples, seed, level),
-        pairs=pairs,
-        own_strength=own,
-        consensus_strength=consensus,
-    )
+    share, pairs = _consensus_per_task(wins, task_strengths(wins, prior), prior)
+    return task_mean(share, n_resamples, seed, level), pairs
 
 
 def task_consistency(
@@ -225,22 +306,7 @@ def task_consistency(
     """Per task, the mean fitted P(model beats the one ranked just below it) under the judge's own
     fit, over the models present; averaged over tasks (see the module docstring)."""
     wins = np.asarray(wins, dtype=np.float64)
-    beta = task_strengths(wins, prior)  # (J, T, M)
-    present = _present(wins)
-    # Absent models sort last and are masked out: order by strength among the present ones.
-    key = np.where(present, -beta, np.inf)
-    order = np.argsort(key, axis=-1, kind="stable")
-    ranked = np.take_along_axis(beta, order, axis=-1)
-    ranked_present = np.take_along_axis(present, order, axis=-1)
-    adjacent = 0.5 * (1.0 + np.tanh(0.5 * (ranked[..., :-1] - ranked[..., 1:])))
-    valid = ranked_present[..., :-1] & ranked_present[..., 1:]
-    n_adjacent = valid.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_task = np.where(
-            n_adjacent > 0,
-            np.where(valid, adjacent, 0.0).sum(axis=-1) / np.maximum(n_adjacent, 1),
-            np.nan,
-        )
+    per_task = _consistency_per_task(wins, task_strengths(wins, prior))
     return task_mean(per_task, n_resamples, seed, level)
 
 
