@@ -64,7 +64,9 @@ def _probs_at(token: TokenLogprob) -> Probs | None:
     seen: dict[str, float] = {}
     for alternative in token.get("top") or []:
         seen[str(alternative[0])] = float(alternative[1])
-    seen.setdefault(str(token.get("token", "")), float(token.get("logprob", -math.inf)))
+    chosen = str(token.get("token", ""))
+    if chosen not in seen and outcome_of_token(chosen) not in {outcome_of_token(t) for t in seen}:
+        seen[chosen] = float(token.get("logprob", -math.inf))  # a list without the chosen token
     for piece, logprob in seen.items():
         outcome = outcome_of_token(piece)
         if outcome is not None and math.isfinite(logprob):

@@ -27,6 +27,32 @@ class Reply:
     raw_body: bytes | None = None  # sent verbatim instead of a JSON completion (garbage tests)
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    logprobs: list[dict[str, Any]] | None = None  # sent as choices[0].logprobs.content
+
+
+def verdict_logprobs(content: str, probs: dict[str, float]) -> list[dict[str, Any]]:
+    """Token log-probabilities for `content` as an OpenAI server sends them: word-like tokens
+    with their leading space, and at the verdict value (the token after "VERDICT:") the
+    alternatives " 1", " 2" and " TIE" carrying `probs`."""
+    import math
+    import re
+
+    pieces = re.findall(r"\s*\w+|\s*[^\w\s]+|\s+", content)
+    names = {"1": " 1", "2": " 2", "tie": " TIE"}
+    top = [
+        {"token": names[k], "logprob": math.log(p), "bytes": None}
+        for k, p in sorted(probs.items(), key=lambda kv: -kv[1])
+        if p > 0
+    ]
+    tokens = []
+    for index, piece in enumerate(pieces):
+        after_verdict = "".join(pieces[:index]).rstrip().upper().endswith("VERDICT:")
+        if after_verdict:
+            chosen = next(t for t in top if t["token"] == " " + piece.strip())
+            tokens.append({**chosen, "top_logprobs": top})
+        else:
+            tokens.append({"token": piece, "logprob": -0.05, "bytes": None, "top_logprobs": []})
+    return tokens
 
 
 Responder = Callable[[dict[str, Any], int], Reply]
@@ -76,19 +102,20 @@ class OpenAIServer:
                         {"error": {"message": f"status {reply.status}", "type": "test"}}
                     ).encode()
                 else:
+                    choice: dict[str, Any] = {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.content},
+                        "finish_reason": reply.finish_reason,
+                    }
+                    if reply.logprobs is not None:
+                        choice["logprobs"] = {"content": reply.logprobs}
                     payload = json.dumps(
                         {
                             "id": f"chatcmpl-{n}",
                             "object": "chat.completion",
                             "created": 0,
                             "model": body.get("model", "test-model"),
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "message": {"role": "assistant", "content": reply.content},
-                                    "finish_reason": reply.finish_reason,
-                                }
-                            ],
+                            "choices": [choice],
                             "usage": {
                                 "prompt_tokens": reply.prompt_tokens,
                                 "completion_tokens": reply.completion_tokens,

@@ -23,6 +23,10 @@ def cascade_plan(
     from konkord.confidence import parse_confidence
     from konkord.runs_config import Cascade
 
+    try:
+        parse_confidence(confidence or "logprobs")
+    except ValueError as exc:
+        raise KonkordError(f"--confidence {exc}") from None
     if first_pass is None:
         if judges or spec.cascade is None:
             if accept_at is not None or confidence is not None:
@@ -35,10 +39,6 @@ def cascade_plan(
     strong = judges or spec.judges[:1]
     if len(strong) != 1:
         raise KonkordError("--first-pass needs exactly one strong judge: give --judge STRONG")
-    try:
-        parse_confidence(confidence or "logprobs")
-    except ValueError as exc:
-        raise KonkordError(f"--confidence {exc}") from None
     default = spec.cascade.accept_at if spec.cascade else 0.8
     plan = CascadePlan(first_pass, strong[0], accept_at or default, confidence or "logprobs")
     if not spec.in_runs_file:
