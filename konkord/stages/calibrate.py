@@ -403,6 +403,9 @@ def calibrate_run(
     """
     from konkord.label.labels import current_labels
     from konkord.results import read_results, write_results
+    from konkord.stages.cascade_print import format_cascade
+    from konkord.stages.cascade_report import cascade_block
+    from konkord.stages.cascade_view import cascade_of, final_records
     from konkord.verdicts import combine_verdicts, load_verdicts
 
     path = spec.results_path
@@ -426,13 +429,20 @@ def calibrate_run(
     for block in results.judge_blocks:
         if judge is not None and block.judge != judge:
             continue
-        combined = combine_verdicts(load_verdicts(log, block.judge, answer_shas=shas))
+        records = load_verdicts(log, block.judge, answer_shas=shas)
+        cascade = cascade_of(spec, log, block.judge, shas)
+        if cascade is not None:  # the block ranks the cascade's verdicts: calibrate those
+            records = final_records(cascade)
+            block.cascade = cascade_block(cascade, labels, spec.prices)
+        combined = combine_verdicts(records)
         calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
         calibration.objective = block.calibration.objective
         block.calibration = calibration
         describe(block, results.suite.task_count)
         out[block.judge] = calibration
         for line in format_calibration(block.judge, calibration):
+            echo(line)
+        for line in format_cascade(block.cascade) if block.cascade is not None else []:
             echo(line)
     write_results(results, path)
     echo(f"updated {path}")

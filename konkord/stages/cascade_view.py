@@ -52,6 +52,16 @@ def plan_of(spec: RunSpec, accept_at: float | None = None) -> CascadePlan | None
     return CascadePlan(cascade.first_pass, strong, threshold, cascade.confidence)
 
 
+def cascade_of(
+    spec: RunSpec, log: EvidenceLog, judge: str, shas: Mapping[tuple[str, str], str] | None
+) -> CascadePairs | None:
+    """The run's cascade read from the evidence if `judge` is its strong judge, else None."""
+    plan = plan_of(spec)
+    if plan is None or plan.strong != judge:
+        return None
+    return cascade_pairs(spec, log, plan, shas)
+
+
 def outcome_code(winner: object, model_a: str, model_b: str) -> int:
     """0 = model_a, 1 = model_b, 2 = tie, -1 = none."""
     if winner == model_a:
