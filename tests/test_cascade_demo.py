@@ -138,3 +138,40 @@ def test_selective_table_recomputed_by_hand_from_the_evidence(
     escalated = len(pairs) - sum(decide(k, entry["cascade"]["accept_at"])[0] for k in pairs)
     assert block.cascade.strong_calls == 2 * escalated
     assert block.saved_strong_calls == 2 * (len(pairs) - escalated)
+
+
+def test_site_marks_who_decided_and_never_shows_the_lean_as_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bs4 import BeautifulSoup
+    from click.testing import CliRunner
+
+    from konkord.cli import cli
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "site"
+    result = CliRunner().invoke(cli, ["build", "--offline", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = BeautifulSoup((out / RUN / "calibration" / "index.html").read_text(), "html.parser")
+    section = page.select_one("section.cascade")
+    assert section is not None
+    assert len(section.select("table.selective-table tbody tr")) == 10
+    assert "not trusted" in section.get_text()
+    assert section.select("svg.selective g.both circle")  # share decided against agreement
+    decided = {"first": 0, "escalated": 0}
+    for path in (out / RUN / "tasks").glob("*/index.html"):
+        task = BeautifulSoup(path.read_text(), "html.parser")
+        for note in task.select("p.cascade-pair"):
+            text = " ".join(note.get_text().split())
+            if text.startswith("Decided by the first pass"):
+                decided["first"] += 1
+                assert note.select_one(".lean") is None
+            else:
+                assert text.startswith("No verdict from the first pass: escalated")
+                lean = note.select_one("span.lean")
+                assert lean is not None and "(not trusted)" in lean.get_text()
+                assert note.select_one("strong") is None  # the lean is never shown as a verdict
+                decided["escalated"] += 1
+    results = json.loads((REPO / "results" / f"{RUN}.json").read_text())
+    block = next(b for b in results["judge_blocks"] if b.get("cascade"))["cascade"]
+    assert decided == {"first": block["decided_first_pass"], "escalated": block["decided_strong"]}

@@ -8,6 +8,7 @@ from typing import Any
 
 from konkord.results import Calibration, JudgeBlock, Results
 from konkord.site.anchored_svg import anchored_plot
+from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
 from konkord.site.markdown import render_markdown
 from konkord.site.svg import ForestRow, forest_plot, heatmap
@@ -117,4 +118,10 @@ def calibration_context(results: Results) -> dict[str, Any]:
         calibration: Calibration = section["block"].calibration
         section["calibration"] = calibration
         section["objective"] = calibration.objective
+        cascade = section["block"].cascade
+        section["cascade_plot"] = (
+            selective_plot(cascade.selective, cascade.accept_at, "Cascade: share decided and agreement")
+            if cascade is not None and cascade.labels
+            else None
+        )
     return {"sections": sections}

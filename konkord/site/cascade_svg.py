@@ -1,0 +1,85 @@
+"""What a cascade's threshold trades: the share of pairs the first pass decides against how often
+people agree with it there, one point per threshold, with its 95% interval.
+
+Moving right, the first pass decides more and the strong judge is asked less; moving up, what it
+decides is more often right. Hollow points are the same rule on one order alone, so the value of
+asking both orders shows as the gap between the two series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from markupsafe import Markup, escape
+
+from konkord.results import Proportion, SelectiveRow
+from konkord.site.svg import _num
+
+WIDTH, HEIGHT = 520, 330
+LEFT, TOP, RIGHT, BOTTOM = 56, 16, 16, 44
+
+
+def _x(share: float) -> float:
+    return LEFT + (WIDTH - LEFT - RIGHT) * min(max(share, 0.0), 1.0)
+
+
+def _y(rate: float) -> float:
+    return TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - min(max(rate, 0.0), 1.0))
+
+
+def _point(
+    threshold: float, decided: Proportion, agreement: Proportion, css: str, chosen: bool
+) -> list[str]:
+    if decided.rate is None or agreement.rate is None:
+        return []
+    x, y = _x(decided.rate), _y(agreement.rate)
+    tip = (
+        f"accept at {threshold:.2f}: decides {100 * decided.rate:.0f}% of pairs "
+        f"({decided.k} of {decided.n}); people agree on {100 * agreement.rate:.0f}% "
+        f"({agreement.k} of {agreement.n})"
+    )
+    out = [f'<g class="{css}"><title>{escape(tip)}</title>']
+    if agreement.low is not None and agreement.high is not None:
+        out.append(
+            f'<line x1="{_num(x)}" y1="{_num(_y(agreement.low))}" x2="{_num(x)}" '
+            f'y2="{_num(_y(agreement.high))}" class="interval"/>'
+        )
+    out.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{6 if chosen else 4}" class="point"/>')
+    if css == "both":
+        out.append(f'<text x="{_num(x + 7)}" y="{_num(y - 6)}" class="tick">{threshold:.2f}</text>')
+    return [*out, "</g>"]
+
+
+def selective_plot(rows: Sequence[SelectiveRow], accept_at: float, title: str) -> Markup:
+    """Share decided (x) against agreement with people (y), one point per threshold."""
+    parts = [
+        f'<svg class="selective" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+        f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'aria-label="{escape(title)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            f'<line x1="{_num(_x(tick))}" y1="{TOP}" x2="{_num(_x(tick))}" '
+            f'y2="{HEIGHT - BOTTOM}" class="grid"/>'
+            f'<text x="{_num(_x(tick))}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" '
+            f'class="tick">{tick * 100:.0f}%</text>'
+            f'<line x1="{LEFT}" y1="{_num(_y(tick))}" x2="{WIDTH - RIGHT}" '
+            f'y2="{_num(_y(tick))}" class="grid"/>'
+            f'<text x="{LEFT - 6}" y="{_num(_y(tick) + 4)}" text-anchor="end" '
+            f'class="tick">{tick * 100:.0f}%</text>'
+        )
+    parts.append(
+        f'<text x="{_num((LEFT + WIDTH - RIGHT) / 2)}" y="{HEIGHT - 8}" text-anchor="middle" '
+        'class="label">share of pairs the first pass decides</text>'
+        f'<text x="14" y="{_num((TOP + HEIGHT - BOTTOM) / 2)}" text-anchor="middle" '
+        f'class="label" transform="rotate(-90 14 {_num((TOP + HEIGHT - BOTTOM) / 2)})">'
+        "agreement with people there</text>"
+    )
+    for row in rows:
+        parts += _point(row.threshold, row.one_order_decided, row.one_order_agreement, "one", False)
+    for row in rows:
+        chosen = abs(row.threshold - accept_at) < 1e-9
+        parts += _point(row.threshold, row.decided, row.agreement, "both", chosen)
+    parts.append("</svg>")
+    return Markup("".join(parts))
