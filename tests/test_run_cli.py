@@ -210,13 +210,15 @@ def test_no_key_is_needed_for_a_model_whose_answers_are_all_recorded(
 ) -> None:
     _suite(project / "s.yaml", 2)
     (project / "runs.json").write_text(
-        json.dumps({"runs": [{"name": "s", "suite": "s.yaml", "models": ["openai/x", "sim/b"]}]})
+        json.dumps(
+            {"runs": [{"name": "s", "suite": "s.yaml", "models": ["openai/gpt-4o-mini", "sim/b"]}]}
+        )
     )
     first = CliRunner().invoke(cli, ["run", "--run", "s", "--api-base", openai_server.url])
     assert first.exit_code == 0, first.stderr
     monkeypatch.delenv("OPENAI_API_KEY")
     missing = CliRunner().invoke(cli, ["run", "--run", "s", "--force"])
-    assert "2 answers from openai/x need OPENAI_API_KEY" in missing.stderr
+    assert "2 answers from openai/gpt-4o-mini need OPENAI_API_KEY" in missing.stderr
     again = CliRunner().invoke(cli, ["run", "--run", "s"])  # no server, no key: none needed
     assert again.exit_code == 0, again.stderr
     assert again.stdout.startswith("generated 0, cached 0, already recorded 4")

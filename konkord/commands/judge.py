@@ -72,6 +72,7 @@ def judge(
     failed or stale. Credentials come from the environment or a .env file.
     """
     from konkord.errors import KonkordError
+    from konkord.model_names import check_model_names
     from konkord.progress import progress_bar
     from konkord.runspec import resolve_run
     from konkord.stages.judge import judge_run, planned_calls, preflight, summary_lines
@@ -80,6 +81,10 @@ def judge(
         raise KonkordError("--max-tokens must be a positive number of tokens")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
+    named = (*chosen, *([first_pass] if first_pass else []))
+    check_model_names(
+        [j for j in named if j not in spec.deployments], "--judge", api_base or spec.settings.api_base
+    )
     from konkord.commands.judge_cascade import cascade_plan, run_cascade
 
     plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)

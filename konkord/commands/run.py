@@ -90,6 +90,7 @@ def run(
     from konkord.door import check_options, check_prices, make_client
     from konkord.evidence import EvidenceLog, TornLineWarning
     from konkord.llm import missing_credentials
+    from konkord.model_names import check_model_names
     from konkord.progress import progress_bar
     from konkord.runspec import write_manifest
     from konkord.stages.run import answers_to_make, generate_answers
@@ -100,13 +101,14 @@ def run(
         warnings.simplefilter("ignore", TornLineWarning)
         todo = answers_to_make(log, spec.suite, spec.models, spec.settings, force)
         wanted = tuple(dict.fromkeys(model for _, model in todo))
+        routed = tuple(m for m in wanted if m not in spec.deployments)
+        check_model_names(routed, "--models", spec.settings.api_base)
         if dry_run:
             from konkord.dry_run import run_estimates
 
             print_estimates(run_estimates(spec, spec.settings, force, batch), batch)
             return
         check_options(spec, wanted, batch)
-        routed = tuple(m for m in wanted if m not in spec.deployments)
         missing = missing_credentials(routed, spec.settings.api_base)
         if missing:
             counts = {model: sum(m == model for _, m in todo) for model in missing}

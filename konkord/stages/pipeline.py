@@ -58,7 +58,10 @@ def ensure_run(
     if offline and (owed_answers or any(owed_verdicts.values())):
         return [_offline_note(spec, owed_answers, owed_verdicts)]
     if owed_answers:
-        _require_credentials(spec, "answers", owed_answers, spec.models)
+        owing = answers_to_make(EvidenceLog(spec.run_dir), spec.suite, spec.models, spec.settings)
+        _require_credentials(
+            spec, "answers", owed_answers, tuple(dict.fromkeys(m for _, m in owing))
+        )
         from konkord.stages.run import generate_answers
 
         echo(f"  {spec.name}: generating {owed_answers} answers")
@@ -127,7 +130,13 @@ def _offline_note(spec: RunSpec, owed_answers: int, owed_verdicts: dict[str, int
 
 def _require_credentials(spec: RunSpec, stage: str, count: int, models: tuple[str, ...]) -> None:
     from konkord.llm import missing_credentials
+    from konkord.model_names import check_model_names
 
+    try:
+        routed = [m for m in models if m not in spec.deployments]
+        check_model_names(routed, "runs.json", spec.settings.api_base)
+    except KonkordError as exc:
+        raise _refuse(spec, stage, count, str(exc)) from None
     callable_offline = all(is_offline_model(m) for m in models)
     lacking = {} if callable_offline else missing_credentials(models, spec.settings.api_base)
     if lacking:
