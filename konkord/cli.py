@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "konkord.commands.calibrate:calibrate",
     "judges": "konkord.commands.judges:judges",
     "import": "konkord.commands.import_cmd:import_cmd",
+    "publish": "konkord.commands.publish:publish",
 }
 
 
@@ -78,6 +79,7 @@ def cli() -> None:
       calibrate  judge-vs-human agreement, with intervals
       report     Bradley-Terry ratings, intervals, diagnostics -> results/<run>.json
       judges     the run's judges compared: people, tests, each other, cost
+      publish    list a run of your own in runs.json, so the site shows it
       build      run what is missing for every run in runs.json, render public/
 
     \b

@@ -70,11 +70,14 @@ def test_listed_run_without_results_file(consistent: Path) -> None:
     assert "konkord report --run two" in message
 
 
-def test_results_file_not_listed(consistent: Path) -> None:
+def test_results_file_not_listed_is_a_warning_naming_publish(consistent: Path) -> None:
     write_results(make_results("stray", n_tasks=1), consistent / "results/stray.json")
-    message = build_error()
-    assert "results/stray.json: not listed in runs.json" in message
-    assert 'add a run named "stray"' in message and "or delete the file" in message
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert summary.runs == ["one", "two"]
+    assert summary.notes == [
+        "warning: results/stray.json: not on the site, as runs.json does not list it; "
+        "to publish it run `konkord publish stray`"
+    ]
 
 
 def test_suite_differs(consistent: Path) -> None:

@@ -19,9 +19,21 @@ def calibrate(run_name: str, judge: str | None) -> None:
     interval, Cohen's kappa with a bootstrap interval, the confusion matrix,
     agreement without ties, on consistent and on flipped pairs, breakdowns by
     task, pair, answer length, labeller and turn, agreement between people, and
-    every disagreement. Run `konkord report` first. Calls no model.
+    every disagreement. Without a results file yet, computes it first, as
+    `konkord report` would. Calls no model.
     """
     from konkord.runspec import resolve_run
     from konkord.stages.calibrate import calibrate_run
 
-    calibrate_run(resolve_run(run_name), judge=judge, echo=click.echo)
+    spec = resolve_run(run_name)
+    if not spec.results_path.exists():
+        from konkord.results import write_results
+        from konkord.stages.report import ReportOptions, build_results
+
+        click.echo(
+            f"no {spec.results_path} yet: computing it first, as `konkord report --run "
+            f"{spec.name}` would",
+            err=True,
+        )
+        write_results(build_results(spec, ReportOptions()), spec.results_path)
+    calibrate_run(spec, judge=judge, echo=click.echo)

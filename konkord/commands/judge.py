@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from konkord.commands.large_run_options import (
     print_estimates,
     report_budget,
 )
+
+if TYPE_CHECKING:
+    from konkord.runspec import RunSpec
 
 
 @click.command()
@@ -83,8 +87,11 @@ def judge(
     chosen = judges or spec.judges
     named = (*chosen, *([first_pass] if first_pass else []))
     check_model_names(
-        [j for j in named if j not in spec.deployments], "--judge", api_base or spec.settings.api_base
+        [j for j in named if j not in spec.deployments],
+        "--judge",
+        api_base or spec.settings.api_base,
     )
+    _require_usable_answers(spec)
     from konkord.commands.judge_cascade import cascade_plan, run_cascade
 
     plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)
@@ -155,3 +162,29 @@ def judge(
         click.echo("rerun the same command to retry the failures", err=True)
     if summary.failed or stopped:
         raise SystemExit(1)
+
+
+def _require_usable_answers(spec: RunSpec) -> None:
+    """Refuse a run where no task has two good answers: there is nothing to compare, and a
+    judge stage that "succeeds" with zero verdicts would hide it."""
+    from konkord.errors import KonkordError
+    from konkord.evidence import EvidenceLog
+    from konkord.stages.current import answer_shas, good_answers
+
+    answers = good_answers(spec, EvidenceLog(spec.run_dir))
+    usable = answer_shas(answers)
+    per_task: dict[str, int] = {}
+    for task_id, _model in usable:
+        per_task[task_id] = per_task.get(task_id, 0) + 1
+    if any(count >= 2 for count in per_task.values()):
+        return
+    failed = len(answers) - len(usable)
+    found = (
+        f"{len(answers)} answers recorded, {failed} of them failed"
+        if answers
+        else "no answers are recorded"
+    )
+    raise KonkordError(
+        f"run {spec.name}: nothing to judge: no task has two usable answers ({found}); "
+        f"run `konkord run --run {spec.name}` first"
+    )

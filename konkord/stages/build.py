@@ -85,7 +85,10 @@ def check_against_entry(
     problems = []
     if summary.run != entry.name:
         problems.append(f'it is the results of run "{summary.run}", not "{entry.name}"')
-    if not _same_path(summary.suite_path, entry.suite):
+    if not (
+        _same_path(summary.suite_path, entry.suite)
+        or _same_path(summary.suite_path, runs_file.parent / entry.suite)
+    ):
         problems.append(f"its suite is {summary.suite_path}, runs.json says {entry.suite}")
     for label, listed, found in (
         ("models", list(entry.models), summary.models),
@@ -98,7 +101,8 @@ def check_against_entry(
 
 
 def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
-    """Results files in results/ that no run in runs.json claims."""
+    """Results files in results/ that no run in runs.json claims: warnings, not errors, since
+    a run of your own is made (and reported) before it is published."""
     listed = {os.path.normpath(entry.results_path) for entry in runs.runs}
     folders = {RESULTS_DIR} | {entry.results_path.parent for entry in runs.runs}
     problems = []
@@ -106,10 +110,15 @@ def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             if os.path.normpath(path) not in listed:
                 problems.append(
-                    f'{path}: not listed in {runs_file}; add a run named "{path.stem}" there '
-                    "(with its suite, models and judges), or delete the file"
+                    f"{path}: not on the site, as {runs_file} does not list it; to publish it "
+                    f"run `konkord publish {path.stem}`"
                 )
     return problems
+
+
+def _naming_run(run: str, message: str) -> str:
+    """A stage's error with the run it belongs to in front, unless it names it already."""
+    return message if f"run {run}" in message or f'"{run}"' in message else f"run {run}: {message}"
 
 
 def summary_of(path: Path, data: bytes) -> RunSummary:
@@ -145,7 +154,12 @@ def load_runs_checked(
                 f"({', '.join(sorted(RESERVED_NAMES))}); rename the run"
             )
             continue
-        notes.extend(ensure_stages(spec_from_entry(entry), offline))
+        try:
+            spec = spec_from_entry(entry, runs_file.parent)
+            notes.extend(ensure_stages(spec, offline))
+        except KonkordError as exc:
+            problems.append(_naming_run(entry.name, str(exc)))
+            continue
         path = entry.results_path
         if not path.exists():
             problems.append(
@@ -168,12 +182,12 @@ def load_runs_checked(
             try:
                 summary = summary_of(path, data)
             except KonkordError as exc:
-                problems.append(str(exc))
+                problems.append(_naming_run(entry.name, str(exc)))
                 continue
             is_cached = False
         problems.extend(check_against_entry(entry, summary, path, runs_file))
         loaded.append(LoadedRun(entry, path, sha, summary, is_cached))
-    problems.extend(unlisted_results(runs, runs_file))
+    notes.extend(f"warning: {line}" for line in unlisted_results(runs, runs_file))
     for note in notes:
         progress(note)
     if problems:

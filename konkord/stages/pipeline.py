@@ -29,6 +29,11 @@ def missing_answers(spec: RunSpec) -> int:
     )
 
 
+def imported(spec: RunSpec) -> bool:
+    """True for a run made by `konkord import` (it keeps its sources in runs/<run>/import/)."""
+    return (spec.run_dir / "import" / "source.json").is_file()
+
+
 def _refuse(spec: RunSpec, stage: str, count: int, why: str) -> KonkordError:
     return KonkordError(f"run {spec.name}: {stage}: {count} missing; {why}")
 
@@ -53,7 +58,8 @@ def ensure_run(
     Offline, nothing is called: missing answers or verdicts become a note naming them, and the
     results file is recomputed only from complete evidence.
     """
-    owed_answers = missing_answers(spec)
+    # An imported run's answers were written by others long ago: missing ones cannot be made.
+    owed_answers = 0 if imported(spec) else missing_answers(spec)
     owed_verdicts = {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
     if offline and (owed_answers or any(owed_verdicts.values())):
         return [_offline_note(spec, owed_answers, owed_verdicts)]

@@ -75,8 +75,13 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     )
     cov = d.coverage
     failures = ", ".join(f"{k} {v}" for k, v in d.failures_by_reason.items()) or "none"
+    answers = (
+        "answers not imported"
+        if cov.answers_present == 0 and cov.verdicts_present
+        else f"answers {cov.answers_present}/{cov.answers_expected}"
+    )
     console.print(
-        f"  coverage: answers {cov.answers_present}/{cov.answers_expected}, verdicts "
+        f"  coverage: {answers}, verdicts "
         f"{cov.verdicts_present}/{cov.verdicts_expected}, incomplete pairs "
         f"{cov.incomplete_pairs}; judge failures: {failures}"
     )

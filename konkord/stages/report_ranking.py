@@ -248,9 +248,14 @@ def _diagnostics(
     consistency = stats.consistency(point.log_strength)
     n_pairs_expected = 0
     good = {k for k, rec in answers.items() if rec.get("error") is None}
+    judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
     for task in task_ids:
         present = [m for m in models if (task, m) in good]
-        n_pairs_expected += len(present) * (len(present) - 1) // 2
+        if present:
+            n_pairs_expected += len(present) * (len(present) - 1) // 2
+        else:
+            # An imported run may hold verdicts without answers: it owes the pairs it judged.
+            n_pairs_expected += sum(1 for pair in judged_pairs if pair[0] == task)
     verdicts_present = sum(1 for r in records if r.get("kind") == "verdict")
     fit = point
     return R.Diagnostics(
