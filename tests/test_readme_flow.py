@@ -159,7 +159,9 @@ def test_every_readme_block_runs_in_order_and_the_site_builds(
     assert any(c.startswith("konkord run ") for c in ran)
     assert any(c.startswith("konkord import ") for c in ran)
     assert labelled == LABELS
-    assert ran[-1] == "konkord build"
+    assert ran.index("konkord publish mt-bench-human") < len(ran) - 1 - ran[::-1].index(
+        "konkord build"
+    ), "the README never builds after publishing"
     runs = [entry["name"] for entry in json.loads((project / "runs.json").read_text())["runs"]]
     assert {"mine", "mt-bench-human"} <= set(runs)
     for run in runs:
