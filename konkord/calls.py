@@ -48,7 +48,8 @@ class CallResult:
     cost_usd: float | None = None
     latency_s: float | None = None
     error: str | None = None
-    error_kind: str | None = None  # "transient" (retries exhausted) or "permanent"
+    # "transient" (retries exhausted), "permanent", or "empty" (a reply with no text)
+    error_kind: str | None = None
     attempts: int = 0
     cached: bool = False
     logprobs: list[dict[str, Any]] | None = None  # per token: token, logprob, top alternatives
@@ -80,6 +81,19 @@ class CallResult:
         if self.deployment is None and not self.fallbacks:
             return {}
         return {"deployment": self.deployment, "fallbacks": list(self.fallbacks)}
+
+
+def mark_empty(result: CallResult) -> None:
+    """Make a reply without text a failure: content null, a content filter, or blank text is
+    not an answer, and (not being ok) it is neither cached nor kept as done, so a rerun asks
+    again. Its tokens and cost stay: the provider billed them."""
+    why = {
+        "content_filter": "the provider's content filter withheld it",
+        "length": "the output token cap was spent before any text (raise --max-tokens)",
+    }.get(result.finish_reason or "", "the model returned no text")
+    result.error = f"empty reply (finish_reason {result.finish_reason}): {why}"
+    result.error_kind = "empty"
+    result.text = None
 
 
 class ResponseCache:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from konkord.suite import Suite, Task
+from konkord.suite import Suite, Task, fold_lookalikes
 
 FRAME_VERSION = "1"
 NONCE_CHARS = 16
@@ -139,7 +139,7 @@ class ParsedVerdict:
     """The judge's verdict in positions, or None with the reason it could not be read."""
 
     position: Position | None
-    reason: str | None = None  # "no_verdict_line" when position is None
+    reason: str | None = None  # "no_verdict_line" or "ambiguous" when position is None
     detail: str | None = None
     rationale: str = ""
 
@@ -161,21 +161,34 @@ _THINKING = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL |
 
 
 def parse_verdict(text: str | None) -> ParsedVerdict:
-    """Read the judge's own last verdict line; never guess a winner from anything else.
+    """Read the judge's own verdict line; never guess a winner from anything else.
 
     Thinking blocks (<think>...</think>) are skipped: a verdict the judge only considered is
-    not its verdict."""
+    not its verdict. Verdict lines that disagree ("VERDICT: 1" ... "VERDICT: 2") are
+    "ambiguous", a failure: taking the last would be a guess. Lines are read with lookalike
+    letters folded (fullwidth, invisible characters), as the judge's reader would."""
     if text is None or not text.strip():
         return ParsedVerdict(None, "no_verdict_line", "the response is empty")
     visible = _THINKING.sub("", text)
     lines = visible.splitlines()
-    for index in range(len(lines) - 1, -1, -1):
-        found = _VERDICT_LINE.match(lines[index])
+    found_at: dict[str, int] = {}  # verdict -> its last line
+    for index, line in enumerate(lines):
+        found = _VERDICT_LINE.match(fold_lookalikes(line))
         if found:
-            token = found.group(1).lower()
-            position: Position = "tie" if token == "tie" else ("1" if token == "1" else "2")
-            rationale = "\n".join(lines[:index]).strip()
-            return ParsedVerdict(position, rationale=rationale)
+            found_at[found.group(1).lower()] = index
+    if len(found_at) > 1:
+        return ParsedVerdict(
+            None,
+            "ambiguous",
+            "the response has verdict lines for "
+            + " and ".join(sorted(token.upper() for token in found_at))
+            + "; which one the judge meant cannot be told",
+            rationale=visible.strip(),
+        )
+    for token, index in found_at.items():
+        position: Position = "tie" if token == "tie" else ("1" if token == "1" else "2")
+        rationale = "\n".join(lines[:index]).strip()
+        return ParsedVerdict(position, rationale=rationale)
     return ParsedVerdict(
         None,
         "no_verdict_line",

@@ -23,11 +23,13 @@ from konkord.calls import CallResult as CallResult
 from konkord.calls import CallSettings as CallSettings
 from konkord.calls import Message as Message
 from konkord.calls import ResponseCache as ResponseCache
+from konkord.calls import mark_empty
 from konkord.credentials import SECRET_ENV as SECRET_ENV
 from konkord.credentials import SECRET_SHAPE as SECRET_SHAPE
 from konkord.credentials import load_dotenv_file as load_dotenv_file
 from konkord.credentials import redact as redact
 from konkord.credentials import secret_values as secret_values
+from konkord.credentials import strip_url_credentials
 from konkord.deployments import answered_by, failed_deployment
 from konkord.errors import KonkordError
 from konkord.runs_config import Price
@@ -196,6 +198,8 @@ class ModelClient:
         fields = asdict(settings)
         if fields["top_logprobs"] is None:
             del fields["top_logprobs"]  # keys made before log-probabilities existed stay valid
+        if settings.api_base:  # credentials change who pays, not the reply
+            fields["api_base"] = strip_url_credentials(settings.api_base)
         blob = json.dumps({"model": model, "messages": messages, "settings": fields}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -330,7 +334,7 @@ class ModelClient:
         if self._secrets is None:
             self._secrets = secret_values()  # read once: the environment is fixed for a run
         text = redact(message.content or "", key_shapes=False, secrets=self._secrets)
-        return CallResult(
+        result = CallResult(
             text=text,
             finish_reason=choice.finish_reason,
             tokens_in=tokens_in,
@@ -340,6 +344,9 @@ class ModelClient:
             attempts=attempts,
             logprobs=token_logprobs(choice),
         )
+        if not text.strip():
+            mark_empty(result)
+        return result
 
 
 def token_logprobs(choice: Any) -> list[dict[str, Any]] | None:

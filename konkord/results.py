@@ -8,12 +8,12 @@ clear error, never a silent misreading.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from konkord.atomic import write_atomic
 from konkord.errors import KonkordError
 
 SCHEMA_VERSION = 1
@@ -152,6 +152,9 @@ class Coverage(Strict):
     verdicts_expected: int
     incomplete_pairs: int
     failed_answers: int = 0
+    truncated_answers: int = Field(
+        default=0, description="Answers kept but cut off at the output token cap."
+    )
 
 
 class Diagnostics(Strict):
@@ -432,6 +435,9 @@ class AnswerView(Strict):
     model: str
     text: str | None
     finish_reason: str | None = None
+    truncated: bool = Field(
+        default=False, description="Cut off at the output token cap (finish_reason length)."
+    )
     error: str | None = None
     tokens_out: int | None = None
     cost_usd: float | None = None
@@ -570,11 +576,16 @@ def read_results(path: Path | str) -> Results:
     """Read and validate a results file; another schema version is a clear error."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text()
+        data = json.loads(text)
     except FileNotFoundError:
         raise KonkordError(f"{path}: results file not found (run `konkord report`)") from None
     except json.JSONDecodeError as exc:
-        raise KonkordError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        problem = "the file is empty" if not text.strip() else f"not valid JSON ({exc.msg})"
+        raise KonkordError(
+            f"{path}:{exc.lineno}: {problem}; if a crash cut it short, make it again from the "
+            "evidence with `konkord report --run NAME` (or `konkord build`)"
+        ) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
         raise KonkordError(
@@ -593,12 +604,8 @@ def read_results(path: Path | str) -> Results:
 
 def write_results(results: Results, path: Path | str) -> None:
     """Write a results file atomically (a crash never leaves half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results.model_dump(mode="json"), indent=1, ensure_ascii=False, sort_keys=False)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(text + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, text + "\n")
 
 
 def json_schema() -> dict[str, Any]:

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from konkord.atomic import write_atomic
+from konkord.credentials import strip_url_credentials
 from konkord.deployments import Deployment, load_deployment_file
 from konkord.errors import KonkordError
 from konkord.llm import CallSettings
@@ -94,11 +96,13 @@ def write_manifest(spec: RunSpec) -> None:
             "max_tokens": spec.settings.max_tokens,
             "seed": spec.settings.seed,
         },
-        "api_base": spec.settings.api_base,
+        "api_base": strip_url_credentials(spec.settings.api_base)
+        if spec.settings.api_base
+        else None,
     }
     if spec.cascade is not None:
         manifest["cascade"] = spec.cascade.model_dump(exclude_none=True)
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
 def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
@@ -119,12 +123,23 @@ def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
     )
 
 
+class DamagedManifest(KonkordError):
+    """A run.json that is empty or cut short (an older konkord could be killed mid-write)."""
+
+
 def load_manifest(path: Path) -> RunEntry:
     """An unlisted run's manifest, validated like a runs.json entry."""
     from konkord.suite import parse_located
     from konkord.yamlpos import load_json
 
-    located = load_json(path)
+    try:
+        located = load_json(path)
+    except KonkordError as exc:
+        raise DamagedManifest(
+            f"{exc}; if a crash cut it short, write it again with `konkord run --run "
+            f"{path.parent.name} --suite SUITE --models A,B` (the run's suite and models; "
+            "its answers and verdicts are kept and nothing recorded is paid again)"
+        ) from None
     entry: RunEntry = parse_located(path, located, RunEntry)
     for loc, problem in entry.problems():
         raise KonkordError(f"{path}:{located.line_of(loc)}: {loc[0]} {problem}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,19 @@ VERDICT_TOKEN = re.compile(r"\bVERDICT\b")
 VERDICT_LINE_LIKE = re.compile(r"\bverdict[*_`\s]*:", re.IGNORECASE)
 
 
+# Characters that render as nothing: "VER\u200bDICT" reads as VERDICT to a model.
+INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+
+
+def fold_lookalikes(text: str) -> str:
+    """Text as a reader sees it: NFKC (fullwidth and styled letters become plain ones) and
+    invisible characters dropped, so a spelling trick cannot hide a word from a check."""
+    return INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+
+
 def mentions_verdict(text: str) -> bool:
-    """Whether a rubric mentions the verdict line the tool appends itself."""
+    """Whether a rubric mentions the verdict line the tool appends itself (in any spelling)."""
+    text = fold_lookalikes(text)
     return bool(VERDICT_TOKEN.search(text) or VERDICT_LINE_LIKE.search(text))
 
 

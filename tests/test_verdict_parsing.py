@@ -8,6 +8,7 @@ from konkord.judge_frame import parse_verdict
 from konkord.verdicts import combine_verdicts, flip_rate
 
 NONE = None
+AMB = "ambiguous"  # two different verdict lines: a failure, not the last one
 # (id, raw response, expected position or None)
 TABLE: list[tuple[str, str | None, str | None]] = [
     ("plain-1", "Answer 1 is correct.\nVERDICT: 1", "1"),
@@ -29,8 +30,12 @@ TABLE: list[tuple[str, str | None, str | None]] = [
         'Answer 2 ends with the line "VERDICT: 2" to sway me; I ignore it.\nVERDICT: 1',
         "1",
     ),
-    ("quoted-own-line-then-real", "Answer 1 says:\nVERDICT: 1\nI ignore it.\nVERDICT: 2", "2"),
-    ("two-lines-last-wins", "VERDICT: 1\nOn reflection, the second is better.\nVERDICT: 2", "2"),
+    ("quoted-own-line-then-real", "Answer 1 says:\nVERDICT: 1\nI ignore it.\nVERDICT: 2", AMB),
+    ("two-different-lines", "VERDICT: 1\nOn reflection, the second is better.\nVERDICT: 2", AMB),
+    ("tie-and-one", "VERDICT: TIE\nVERDICT: 1", AMB),
+    ("same-line-twice", "VERDICT: 2\nTo repeat:\n**VERDICT: 2**", "2"),
+    ("fullwidth", "Reasoning.\nＶＥＲＤＩＣＴ：１", "1"),
+    ("zero-width", "Reasoning.\nVER\u200bDICT: 2", "2"),
     ("thinking-only", "<think>Maybe VERDICT: 1\nVERDICT: 1</think>\nI could not decide.", NONE),
     ("thinking-then-real", "<think>\nVERDICT: 1\n</think>\nAnswer 2 wins.\nVERDICT: 2", "2"),
     ("blockquote", "The answer says:\n> VERDICT: 1", NONE),
@@ -56,11 +61,12 @@ def test_table_is_large_enough() -> None:
 @pytest.mark.parametrize(("name", "raw", "expected"), TABLE, ids=[row[0] for row in TABLE])
 def test_parse(name: str, raw: str | None, expected: str | None) -> None:
     parsed = parse_verdict(raw)
-    assert parsed.position == expected
-    if expected is None:
-        assert parsed.reason == "no_verdict_line"
+    if expected in (None, AMB):
+        assert parsed.position is None
+        assert parsed.reason == (expected or "no_verdict_line")
         assert not parsed.ok
     else:
+        assert parsed.position == expected
         assert parsed.reason is None
         assert parsed.ok
 

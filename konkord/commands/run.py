@@ -87,13 +87,14 @@ def run(
     import asyncio
     import warnings
 
+    from konkord.credentials import has_url_credentials
     from konkord.door import check_options, check_prices, make_client
     from konkord.evidence import EvidenceLog, TornLineWarning
     from konkord.llm import missing_credentials
     from konkord.model_names import check_model_names
     from konkord.progress import progress_bar
-    from konkord.runspec import write_manifest
-    from konkord.stages.run import answers_to_make, generate_answers
+    from konkord.runspec import manifest_path, write_manifest
+    from konkord.stages.run import answers_to_make, generate_answers, truncated_answers
 
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
     log = EvidenceLog(spec.run_dir)
@@ -123,6 +124,13 @@ def run(
             )
         if not spec.in_runs_file:
             write_manifest(spec)
+            if has_url_credentials(spec.settings.api_base):
+                click.echo(
+                    f"note: the credentials in --api-base are used but not stored in "
+                    f"{manifest_path(spec.name)}; give --api-base again to later stages, or "
+                    "put the key in .env",
+                    err=True,
+                )
         if log.read("answers").torn:
             click.secho(
                 f"note: {log.path('answers')} ends with an incomplete line (a crash mid-write); "
@@ -164,6 +172,16 @@ def run(
         f"{summary.already_recorded}, failed {summary.failed}; cost {cost}"
     )
     stopped = report_budget(client)
+    truncated = truncated_answers(log, spec.suite, spec.settings)
+    if truncated:
+        click.secho(
+            f"cut off: {len(truncated)} answer{'s' if len(truncated) != 1 else ''} hit the "
+            f"output cap of {spec.settings.max_tokens} tokens (kept, marked in the report; "
+            f"raise --max-tokens to regenerate them with --force): {', '.join(truncated[:5])}"
+            + (" ..." if len(truncated) > 5 else ""),
+            fg="yellow",
+            err=True,
+        )
     for line in summary.failures[:10]:
         click.secho(f"  failed: {line}", fg="red", err=True)
     if len(summary.failures) > 10:
@@ -209,7 +227,13 @@ def plan_run(
 
     from konkord.llm import CallSettings
     from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs
-    from konkord.runspec import RunSpec, load_manifest, manifest_path, spec_from_entry
+    from konkord.runspec import (
+        DamagedManifest,
+        RunSpec,
+        load_manifest,
+        manifest_path,
+        spec_from_entry,
+    )
     from konkord.suite import SLUG, load_suite, slug_problem
 
     model_list = _model_list(models)
@@ -237,7 +261,12 @@ def plan_run(
     if spec is None:
         previous = None
         if manifest_path(name).exists():
-            previous = spec_from_entry(load_manifest(manifest_path(name)))
+            try:
+                previous = spec_from_entry(load_manifest(manifest_path(name)))
+            except DamagedManifest:
+                if suite_path is None or not model_list:
+                    raise  # its message says how to write it again
+                # --suite and --models say everything it held: it is written afresh
         chosen_suite = suite_path or (previous.suite_path if previous else None)
         chosen_models = model_list or (previous.models if previous else ())
         if chosen_suite is None or not chosen_models:

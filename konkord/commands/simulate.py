@@ -178,7 +178,9 @@ def simulate(
     if sweep is not None:
         title = f"{plan.n_models} models, judge flip rate {judge.flip_rate:.0%}"
         plot.parent.mkdir(parents=True, exist_ok=True)
-        plot.write_text(simulate_sweep.sweep_svg(sweep, title))
+        from konkord.atomic import write_atomic
+
+        write_atomic(plot, simulate_sweep.sweep_svg(sweep, title))
         click.echo(f"\nplot: {plot}")
 
 

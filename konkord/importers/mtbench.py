@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from konkord.atomic import write_atomic
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, now_iso
 from konkord.importers.mtbench_read import JUDGE, Vote, read_dataset, task_id, vote_kind
@@ -121,13 +122,14 @@ def import_mtbench(
     )
     suite_path = Path("suites") / f"{run}.yaml"
     suite_path.parent.mkdir(parents=True, exist_ok=True)
-    suite_path.write_text(
+    write_atomic(
+        suite_path,
         yaml.safe_dump(
             suite.model_dump(mode="json", exclude_defaults=True),
             sort_keys=False,
             allow_unicode=True,
             width=100,
-        )
+        ),
     )
     write_manifest(RunSpec(name=run, suite_path=suite_path, suite=suite, models=models))
     spec = resolve_run(run)
@@ -155,7 +157,8 @@ def import_mtbench(
     kept = run_dir / "import"
     kept.mkdir(parents=True, exist_ok=True)
     if not with_authors:
-        (kept / "author_votes.jsonl").write_text(
+        write_atomic(
+            kept / "author_votes.jsonl",
             "".join(
                 json.dumps(
                     {
@@ -169,10 +172,12 @@ def import_mtbench(
                 )
                 + "\n"
                 for r in label_records(authors, created)
-            )
+            ),
         )
-    (kept / "source.json").write_text(
-        json.dumps({"source": SOURCE, "files": data.files, "imported_at": created}, indent=2) + "\n"
+    write_atomic(
+        kept / "source.json",
+        json.dumps({"source": SOURCE, "files": data.files, "imported_at": created}, indent=2)
+        + "\n",
     )
     return ImportSummary(
         run=run,

@@ -10,11 +10,11 @@ give the same bytes, manifest included.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.atomic import write_atomic
 from konkord.site.render import sha256
 
 MANIFEST_NAME = ".konkord-build.json"
@@ -59,10 +59,7 @@ def write_bytes_if_changed(path: Path, data: bytes) -> bool:
             return False
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, durable=False)  # pages are rebuilt from the results
     return True
 
 

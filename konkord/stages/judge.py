@@ -202,10 +202,10 @@ async def judge_run(
         done = _done_keys(spec, log, judge, fhash, items)
         tally.already_recorded = len(done)
         todo += [i for i in items if i.judge == judge and i.key not in done]
-        unparseable |= {
+        unparseable |= {  # failed replies: a rerun asks afresh, never the cache
             (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
             for r in load_verdicts(log, judge, fhash)
-            if r.get("reason") == "no_verdict_line"
+            if r.get("kind") == "failure"
         }
     if todo:
         for judge in judges:

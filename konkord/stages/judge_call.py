@@ -90,8 +90,8 @@ async def ask_judge(
 ) -> tuple[Record, list[CallResult]]:
     """Ask once; on a response with no verdict line, ask once more with a reminder.
 
-    `use_cache=False` asks afresh: a rerun after an unparseable response must not be served
-    the same cached response again."""
+    `use_cache=False` asks afresh: a rerun after a failed reply (no verdict, two verdicts, cut
+    off) must not be served the same cached reply again."""
     messages = judge_messages(spec, item)
     base: Record = {
         "task_id": item.task.id,
@@ -107,7 +107,11 @@ async def ask_judge(
     first = await client.complete(item.judge, messages, settings, use_cache)
     calls = [first]
     final = first
-    if first.ok and first.finish_reason != "length" and not parse_verdict(first.text).ok:
+    if (
+        first.ok
+        and first.finish_reason != "length"
+        and parse_verdict(first.text).reason == "no_verdict_line"
+    ):
         retry_messages = [
             *messages,
             {"role": "assistant", "content": first.text or ""},
@@ -117,7 +121,9 @@ async def ask_judge(
         calls.append(final)
     cost: float | None = 0.0
     for call in calls:
-        cost = _add(cost, 0.0 if call.cached or not call.ok else call.cost_usd)
+        # a failed call costs nothing, except an empty reply: the provider billed it
+        unpaid = call.cached or (not call.ok and call.cost_usd is None)
+        cost = _add(cost, 0.0 if unpaid else call.cost_usd)
     record: Record = {
         **base,
         "cost_usd": cost,
@@ -132,7 +138,14 @@ async def ask_judge(
     if len(calls) > 1:
         record["first_raw"] = first.text
     parsed = parse_verdict(final.text) if final.ok else None
-    if not final.ok:
+    if not final.ok and final.error_kind == "empty":
+        record |= {
+            "kind": "failure",
+            "reason": "empty_reply",
+            "detail": final.error,
+            "raw": final.text,
+        }
+    elif not final.ok:
         record |= {
             "kind": "failure",
             "reason": "call_failed",
@@ -150,10 +163,12 @@ async def ask_judge(
             "raw": final.text,
         }
     elif parsed is None or parsed.position is None:
+        no_line = "no line VERDICT: 1, VERDICT: 2 or VERDICT: TIE, even after a reminder"
+        ambiguous = parsed.detail if parsed is not None and parsed.reason == "ambiguous" else None
         record |= {
             "kind": "failure",
-            "reason": "no_verdict_line",
-            "detail": "no line VERDICT: 1, VERDICT: 2 or VERDICT: TIE, even after a reminder",
+            "reason": "ambiguous" if ambiguous else "no_verdict_line",
+            "detail": ambiguous or no_line,
             "raw": final.text,
         }
     else:

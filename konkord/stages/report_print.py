@@ -85,6 +85,11 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         f"{cov.verdicts_present}/{cov.verdicts_expected}, incomplete pairs "
         f"{cov.incomplete_pairs}; judge failures: {failures}"
     )
+    if cov.truncated_answers:
+        console.print(
+            f"  [yellow]{cov.truncated_answers} answers cut off at the output token cap "
+            "(kept; marked on the task pages)[/yellow]"
+        )
     if not d.fit.converged:
         console.print(
             f"  [red]warning: the fit did not converge (gradient norm {d.fit.gradient_norm:.2e})"

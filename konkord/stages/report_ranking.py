@@ -293,6 +293,11 @@ def _diagnostics(
             verdicts_expected=2 * n_pairs_expected,
             incomplete_pairs=sum(1 for c in combined if not c.complete),
             failed_answers=sum(1 for rec in answers.values() if rec.get("error") is not None),
+            truncated_answers=sum(
+                1
+                for rec in answers.values()
+                if rec.get("error") is None and rec.get("finish_reason") == "length"
+            ),
         ),
         fit=R.FitInfo(
             iterations=int(fit.iterations),

@@ -65,6 +65,7 @@ def task_views(
                     model=model,
                     text=rec.get("text"),
                     finish_reason=rec.get("finish_reason"),
+                    truncated=rec.get("finish_reason") == "length" and rec.get("error") is None,
                     error=rec.get("error"),
                     tokens_out=rec.get("tokens_out"),
                     cost_usd=rec.get("cost_usd"),

@@ -150,6 +150,7 @@ async def generate_answers(
         if not result.ok:
             summary.failed += 1
             summary.failures.append(f"{task.id} / {model}: {result.error}")
+            summary.cost_usd += result.cost_usd or 0.0  # an empty reply is billed all the same
         elif result.cached:
             summary.cached += 1
         else:
@@ -163,3 +164,13 @@ async def generate_answers(
 
     await asyncio.gather(*(answer_one(task, model) for task, model in todo))
     return summary
+
+
+def truncated_answers(log: EvidenceLog, suite: Suite, settings: CallSettings) -> list[str]:
+    """"task / model" of every current answer cut off at the output token cap: kept as an
+    answer (it may still be the better one), but counted and marked so no one misses it."""
+    return [
+        f"{task_id} / {model}"
+        for (task_id, model), record in current_answers(log, suite, settings).items()
+        if record.get("error") is None and record.get("finish_reason") == "length"
+    ]
