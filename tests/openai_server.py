@@ -20,7 +20,7 @@ from typing import Any
 class Reply:
     """What the server sends for one request."""
 
-    content: str = "ok"
+    content: str | None = "ok"  # None: a reply with "content": null
     status: int = 200
     finish_reason: str = "stop"
     delay_s: float = 0.0

@@ -33,6 +33,14 @@ BAD_SUITES: dict[str, str] = {
         "5: rubric must not mention VERDICT: Konkord owns the judge's response format and adds "
         "the verdict instructions itself; remove that sentence"
     ),
+    "rubric_verdict_fullwidth.yaml": (
+        "4: rubric must not mention VERDICT: Konkord owns the judge's response format and adds "
+        "the verdict instructions itself; remove that sentence"
+    ),
+    "rubric_verdict_zero_width.yaml": (
+        "5: rubric must not mention VERDICT: Konkord owns the judge's response format and adds "
+        "the verdict instructions itself; remove that sentence"
+    ),
     "empty.yaml": "1: the file is empty",
     "comments_only.yaml": "1: the file is empty",
     "binary.yaml": "1: this is a binary file, not text",

@@ -1,0 +1,126 @@
+"""Files Konkord rewrites are replaced whole: a kill -9 at any write leaves old bytes or new.
+
+The kills are real: strace injects SIGKILL at a system call of the running `konkord`, as the
+issue's audit did. A file from an older version that a kill left empty or cut gets a message
+that says how to recover, and the recovery works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from konkord.atomic import write_atomic
+from konkord.cli import cli
+from konkord.results import read_results
+
+KONKORD = Path(sys.executable).parent / "konkord"
+STRACE = shutil.which("strace")
+needs_strace = pytest.mark.skipif(STRACE is None, reason="strace is not installed")
+RUN = ["run", "--suite", "s.yaml", "--models", "sim/alpha,sim/beta"]
+
+
+def _suite(root: Path) -> None:
+    (root / "s.yaml").write_text(
+        "name: s\nrubric: Prefer correct answers.\ntasks:\n"
+        "  - {id: one, prompt: Question one?}\n  - {id: two, prompt: Question two?}\n"
+    )
+
+
+def _strace(root: Path, inject: str, *args: str, path: Path | None = None) -> int:
+    assert STRACE is not None
+    syscall = inject.split(":")[0]
+    command = [STRACE, "-f", "-qq", "-o", os.devnull, "-e", f"trace={syscall}"]
+    command += ["-e", f"inject={inject}"]
+    if path is not None:  # (--seccomp-bpf would be faster, but it miscounts when=N)
+        command += ["-P", str(path)]
+    env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([*command, *args], cwd=root, env=env, capture_output=True, timeout=120)
+    return done.returncode
+
+
+@needs_strace
+def test_a_kill_at_any_write_to_run_json_cannot_empty_it(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    manifest = tmp_path / "runs" / "s" / "run.json"
+    manifest.parent.mkdir(parents=True)
+    # the trap works: a program writing run.json in place is killed and leaves it empty
+    writer = "open('runs/s/run.json', 'w').write('{}')"
+    code = _strace(tmp_path, "write:signal=KILL", sys.executable, "-c", writer, path=manifest)
+    assert code == -9 or code == 137
+    assert manifest.read_bytes() == b""
+    manifest.unlink()
+    # konkord never writes run.json in place (temp file, fsync, rename): nothing to kill
+    code = _strace(tmp_path, "write:signal=KILL", str(KONKORD), *RUN, path=manifest)
+    assert code == 0
+    assert json.loads(manifest.read_text())["models"] == ["sim/alpha", "sim/beta"]
+
+
+@needs_strace
+def test_a_kill_before_the_rename_leaves_no_file_and_the_rerun_finishes(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    # the first fsync of `konkord run` is the one of run.json's temporary file
+    code = _strace(tmp_path, "fsync:signal=KILL:when=1", str(KONKORD), *RUN)
+    assert code in (-9, 137)
+    run_dir = tmp_path / "runs" / "s"
+    assert not (run_dir / "run.json").exists()
+    assert next(p.name for p in run_dir.iterdir()).startswith(".run.json.")  # the temp file
+    again = subprocess.run([str(KONKORD), *RUN], cwd=tmp_path, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((run_dir / "run.json").read_text())["name"] == "s"
+
+
+@pytest.mark.parametrize("content", [b"", b'{\n  "generation": {\n    "max_to'])
+def test_an_empty_or_torn_run_json_says_how_to_recover(project: Path, content: bytes) -> None:
+    _suite(project)
+    assert CliRunner().invoke(cli, RUN).exit_code == 0
+    (project / "runs" / "s" / "run.json").write_bytes(content)  # as an older konkord left it
+    judged = CliRunner().invoke(cli, ["judge", "--run", "s", "--judge", "sim-judge/fair"])
+    assert judged.exit_code == 2
+    message = judged.stderr.strip()
+    assert message.count("\n") == 0
+    assert message.startswith("error: runs/s/run.json:")
+    assert "konkord run --run s --suite SUITE --models A,B" in message
+    # the way out it names works, and pays nothing again
+    again = CliRunner().invoke(cli, [*RUN, "--run", "s"])
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout.startswith("generated 0, cached 0, already recorded 4")
+    judged = CliRunner().invoke(cli, ["judge", "--run", "s", "--judge", "sim-judge/fair"])
+    assert judged.exit_code == 0, judged.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(b"", "the file is empty"), (b'{"schema_version": 3, "run": "s", "ju', "not valid JSON")],
+)
+def test_an_empty_or_torn_results_file_says_how_to_recover(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_bytes(content)
+    with pytest.raises(Exception) as caught:
+        read_results(path)
+    assert problem in str(caught.value)
+    assert "konkord report --run NAME" in str(caught.value)
+
+
+def test_write_atomic_replaces_whole_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "f.json"
+    write_atomic(target, "old")
+    write_atomic(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert [p.name for p in target.parent.iterdir()] == ["f.json"]
+    assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old

@@ -1,0 +1,141 @@
+"""Replies that are not answers or not verdicts: empty, filtered, cut off, ambiguous.
+
+Each is recorded as what it is, counted where a person looks, and retried with a fresh call
+on rerun (never served again from the response cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from openai_server import OpenAIServer, Reply, user_text
+from test_judge_stage import JUDGE, MODELS, content_judge, demo, judge  # noqa: F401
+
+from konkord.cli import cli
+from konkord.evidence import EvidenceLog
+from konkord.llm import CallSettings, ModelClient
+from konkord.results import read_results
+from konkord.runspec import RunSpec
+from konkord.verdicts import load_verdicts
+
+
+def _suite(path: Path, n: int) -> None:
+    tasks = "\n".join(f"  - {{id: q{i}, prompt: Question number {i}?}}" for i in range(n))
+    path.write_text(f"name: s\nrubric: Prefer correct answers.\ntasks:\n{tasks}\n")
+
+
+def _question(body: dict[str, Any]) -> int:
+    return int(user_text(body).split("Question number ")[1].split("?")[0])
+
+
+EMPTY = {
+    0: Reply(content=None, finish_reason="content_filter"),
+    1: Reply(content=""),
+    2: Reply(content=" \n\t "),
+}
+
+
+def test_empty_replies_are_failures_retried_on_rerun_and_cut_off_answers_are_counted(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    def first(body: dict[str, Any], n: int) -> Reply:
+        q = _question(body)
+        if q in EMPTY and body["model"] == "x":
+            return EMPTY[q]
+        if q == 3:
+            return Reply(content="A long answer that stops in the mid", finish_reason="length")
+        return Reply(content=f"answer {q}")
+
+    openai_server.responder = first
+    _suite(project / "s.yaml", 5)
+    args = ["run", "--suite", "s.yaml", "--models", "openai/x,openai/y"]
+    result = CliRunner().invoke(cli, [*args, "--api-base", openai_server.url])
+    assert result.exit_code == 1, result.stderr
+    assert "failed 3;" in result.stdout
+    assert "failed: q0 / openai/x: empty reply (finish_reason content_filter)" in result.stderr
+    assert "failed: q1 / openai/x: empty reply (finish_reason stop)" in result.stderr
+    assert "cut off: 2 answers hit the output cap of 4096 tokens" in result.stderr
+    records = [
+        json.loads(line) for line in (project / "runs/s/answers.jsonl").read_text().splitlines()
+    ]
+    empty = {r["task_id"]: r for r in records if r["error"]}
+    assert set(empty) == {"q0", "q1", "q2"}
+    assert all(r["text"] is None and r["tokens_out"] == 5 for r in empty.values())
+    assert empty["q0"]["finish_reason"] == "content_filter"
+    cut = [r for r in records if r["finish_reason"] == "length"]
+    assert len(cut) == 2 and all(r["error"] is None and r["text"] for r in cut)
+
+    before = len(openai_server.requests)
+    openai_server.responder = lambda body, n: Reply(content=f"second try {_question(body)}")
+    again = CliRunner().invoke(cli, ["run", "--run", "s"])
+    assert again.exit_code == 0, again.stderr
+    asked = Counter((b["model"], _question(b)) for b in openai_server.requests[before:])
+    assert asked == Counter({("x", 0): 1, ("x", 1): 1, ("x", 2): 1})  # fresh calls, no cache
+    assert again.stdout.startswith("generated 3, cached 0, already recorded 7, failed 0")
+
+    openai_server.responder = lambda body, n: Reply(content="Fine.\nVERDICT: 1")
+    judged = CliRunner().invoke(cli, ["judge", "--run", "s", "--judge", "openai/judge"])
+    assert judged.exit_code == 0, judged.stderr
+    report = CliRunner().invoke(cli, ["report", "--run", "s", "--resamples", "50"])
+    assert report.exit_code == 0, report.stderr
+    assert "2 answers cut off at the output token cap" in report.stdout
+    results = read_results(project / "results" / "s.json")
+    views = {(t.id, a.model): a for t in results.tasks for a in t.answers}
+    assert views[("q3", "openai/x")].truncated and views[("q3", "openai/y")].truncated
+    assert not views[("q4", "openai/x")].truncated
+    assert results.judge_blocks[0].diagnostics.coverage.truncated_answers == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(content="1 looks right.\nVERDICT: 1\nNo, 2 is.\nVERDICT: 2"), "ambiguous"),
+        (Reply(content="Thinking about it carefully", finish_reason="length"), "token_cap"),
+        (Reply(content=None, finish_reason="content_filter"), "empty_reply"),
+        (Reply(content="Both have merit."), "no_verdict_line"),
+    ],
+    ids=["ambiguous", "token_cap", "content_filter", "no_verdict"],
+)
+def test_a_failed_judge_reply_is_asked_afresh_on_rerun(
+    demo: RunSpec,  # noqa: F811
+    openai_server: OpenAIServer,
+    reply: Reply,
+    reason: str,
+) -> None:
+    spec = replace(demo, models=tuple(MODELS[:2]))
+    spec = replace(spec, suite=spec.suite.model_copy(update={"tasks": spec.suite.tasks[:1]}))
+    openai_server.responder = lambda body, n: reply
+    summary = judge(spec)
+    assert summary.failed == 2
+    records = load_verdicts(EvidenceLog(spec.run_dir), JUDGE)
+    assert {r["reason"] for r in records} == {reason}
+    if reason == "ambiguous":
+        assert "verdict lines for 1 and 2" in records[0]["detail"]
+    first_round = len(openai_server.requests)
+
+    openai_server.responder = content_judge
+    summary = judge(spec)
+    assert summary.failed == 0
+    assert summary.tallies[JUDGE].judged == 2  # two fresh calls, none served from the cache
+    assert len(openai_server.requests) == first_round + 2
+    records = load_verdicts(EvidenceLog(spec.run_dir), JUDGE)
+    assert {r["kind"] for r in records} == {"verdict"}
+
+
+def test_an_empty_reply_is_never_cached(project: Path, openai_server: OpenAIServer) -> None:
+    openai_server.responder = lambda body, n: Reply(content=None, finish_reason="content_filter")
+    client = ModelClient(cache_dir=project, max_retries=0)
+    settings = CallSettings(api_base=openai_server.url)
+    messages = [{"role": "user", "content": "hi"}]
+    for _ in range(2):
+        result = asyncio.run(client.complete("openai/m", messages, settings))
+        assert not result.ok and result.error_kind == "empty" and not result.cached
+    assert len(openai_server.requests) == 2
+    assert not (project / "responses.jsonl").exists()
