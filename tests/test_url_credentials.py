@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,22 @@ from click.testing import CliRunner, Result
 from conftest import FAKE_KEY, REPO
 from openai_server import OpenAIServer, Reply, user_text
 
+from konkord import credentials
 from konkord.cli import cli
 from konkord.credentials import redact, strip_url_credentials
 
 URL_KEY = "urlkey-3f9a7c1e5d2b"
 URL_PASSWORD = "urlpass-8e6d4c2a0f"
 WRITTEN = ("runs", "results", ".konkord", "public")
+
+
+@pytest.fixture(autouse=True)
+def _forget_url_secrets() -> Iterator[None]:
+    """Stripped values are remembered for the life of the process; a test's must not leak."""
+    before = dict(credentials._url_secrets)
+    yield
+    credentials._url_secrets.clear()
+    credentials._url_secrets.update(before)
 
 
 def _respond(body: dict[str, Any], n: int) -> Reply:
