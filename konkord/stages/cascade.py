@@ -41,6 +41,7 @@ from konkord.stages.judge import (
     preflight,
 )
 from konkord.stages.judge_call import ask_judge, judge_messages, judge_settings, message_sha
+from konkord.stages.judge_summary import tally_consistency
 
 TOP_LOGPROBS = 5
 
@@ -200,6 +201,13 @@ async def first_pass_run(
             on_progress(finished, len(items))
 
     await asyncio.gather(*(judge_one(item) for item in todo))
+    done = _first_pass_done(spec, log, plan, items)
+    current = [
+        r
+        for r in probability_records(log, plan, None)
+        if (r["task_id"], r["model_a"], r["model_b"], r["order"], plan.first_pass) in done
+    ]
+    tally_consistency(tally, current)
     return tally
 
 
