@@ -184,4 +184,6 @@ def test_mtbench_table_reads_gpt4_against_experts_and_experts_against_each_other
     out = runner.invoke(cli, ["judges", "--run", "mtb"])
     assert out.exit_code == 0, out.output
     assert "people vs people: 65% agreement" in out.output
+    assert "turn 1: J1 vs people 66% (1343); people vs people 63% (721)" in out.output
+    assert "turn 2: J1 vs people 66% (1325); people vs people 67% (707)" in out.output
     assert json.loads(Path("results/mtb.json").read_text())["judge_panel"]["standings"]

@@ -179,3 +179,43 @@ def test_block_by_block_figures_equal_the_whole_run_at_once(
         ).consensus
         is None
     )
+
+
+def test_figures_do_not_depend_on_names_or_the_order_of_records() -> None:
+    # Renaming models (a permutation of their indices), listing judges in another order,
+    # turning pairs round and shuffling the records give the same figures per judge.
+    rows = simulated_rows((0.9, 0.7, 0.5), n_tasks=25, n_models=5, seed=4)
+    g, t, i, j, s = (np.array(col, dtype=float) for col in zip(*rows, strict=True))
+    base = panel_figures(panel_verdicts(g, t, i, j, s, 4, 5, 25), n_resamples=100)
+    rng = np.random.default_rng(9)
+    rename = rng.permutation(5)
+    relist = np.array([2, 0, 3, 1])  # judge k is listed as relist[k]
+    turn = rng.random(s.size) < 0.5
+    i2 = np.where(turn, rename[j.astype(int)], rename[i.astype(int)])
+    j2 = np.where(turn, rename[i.astype(int)], rename[j.astype(int)])
+    s2 = np.where(turn, 1.0 - s, s)
+    shuffle = rng.permutation(s.size)
+    other = panel_figures(
+        panel_verdicts(
+            relist[g.astype(int)][shuffle],
+            t[shuffle],
+            i2[shuffle],
+            j2[shuffle],
+            s2[shuffle],
+            4,
+            5,
+            25,
+        ),
+        n_resamples=100,
+    )
+    assert base.consensus is not None and other.consensus is not None
+    np.testing.assert_allclose(other.consensus.per_task[relist], base.consensus.per_task)
+    np.testing.assert_allclose(other.consistency.per_task[relist], base.consistency.per_task)
+    np.testing.assert_allclose(other.consensus.lower[relist], base.consensus.lower)
+
+
+def test_length_preference_does_not_depend_on_which_answer_is_a() -> None:
+    rng = np.random.default_rng(2)
+    la, lb = rng.integers(10, 20, 200), rng.integers(10, 20, 200)
+    score = rng.choice([0.0, 0.5, 1.0], 200)
+    assert length_preference(la, lb, score) == length_preference(lb, la, 1.0 - score)

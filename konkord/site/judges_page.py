@@ -168,7 +168,7 @@ def judges_context(results: Results) -> dict[str, Any]:
                 "cost": _cell(money_per_1000(row)),
                 "latency": _cell(latency(row)),
             },
-            "by_turn": results.judge_blocks[row.number - 1].calibration.by_turn,
+            "by_turn": row.by_turn,
         }
         for row in table.rows
     ]
@@ -193,7 +193,7 @@ def judges_context(results: Results) -> dict[str, Any]:
         "reference": reference,
         "columns": COLUMNS,
         "panel_name": PANEL,
-        "picture": picture if table.rows else None,
+        "picture": picture if len(columns) > 1 else None,  # one column compares nothing
     }
 
 

@@ -48,6 +48,8 @@ def split_text(p: R.Proportion) -> str:
 
 
 def money_per_1000(row: JudgeRow) -> str:
+    if not row.cost_recorded:
+        return "n/a"
     return "unknown" if row.cost_per_1000 is None else f"${row.cost_per_1000:.2f}"
 
 
@@ -97,6 +99,18 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
     if table.consensus_note:
         lines.append(table.consensus_note)
     for row in table.rows:
+        for turn in row.by_turn:
+            people = (
+                ""
+                if turn.human_human is None
+                else f"; people vs people {_pct(turn.human_human.agreement)} "
+                f"({turn.human_human.agreement.n})"
+            )
+            lines.append(
+                f"  {turn.key}: J{row.number} vs people {_pct(turn.agreement)} "
+                f"({turn.agreement.n}){people}"
+            )
+    for row in table.rows:
         lines += [
             "",
             f"J{row.number} {row.judge}",
@@ -112,7 +126,7 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
             f"  failures               {row.failures} of {row.calls} calls; "
             f"{money_per_1000(row)} per 1,000 comparisons; median latency {latency(row)}",
         ]
-    if table.people_longer is not None:
+    if table.people_longer is not None and table.people_longer.n:
         lines += ["", f"people: longer answer won {_full(table.people_longer, ' decided labels')}"]
     lines += ["", *format_ranks(table)]
     return lines

@@ -33,8 +33,10 @@ class JudgeRow:
     longer: R.Proportion | None
     failures: int
     calls: int
-    cost_per_1000: float | None
+    cost_per_1000: float | None  # None: a price unknown, or no cost recorded (cost_recorded)
+    cost_recorded: bool
     median_latency_s: float | None
+    by_turn: list[R.GroupCalibration] = field(default_factory=list)  # multi-turn tasks only
     # model -> place in this judge's ranking by point estimate (1 = top), ties broken by the fit
     places: dict[str, int] = field(default_factory=dict)
 
@@ -79,9 +81,14 @@ def judge_table(results: R.Results) -> JudgeTable:
         standing = standings.get(block.judge)
         cost = costs.get(block.judge)
         calls = cost.calls if cost else 0
+        # Imported verdicts (MT-Bench) carry no tokens, price or time: nothing was recorded,
+        # which is not the same as free.
+        recorded = cost is not None and bool(
+            cost.tokens_in or cost.tokens_out or cost.median_latency_s is not None
+        )
         per_1000 = (
             None
-            if cost is None or cost.cost_usd is None or not calls
+            if cost is None or cost.cost_usd is None or not calls or not recorded
             else 1000.0 * cost.cost_usd / calls
         )
         rows.append(
@@ -99,8 +106,10 @@ def judge_table(results: R.Results) -> JudgeTable:
                 failures=sum(diag.failures_by_reason.values()),
                 calls=calls,
                 cost_per_1000=per_1000,
+                cost_recorded=recorded,
                 median_latency_s=cost.median_latency_s if cost else None,
                 places={r.model: k for k, r in enumerate(block.ratings, start=1)},
+                by_turn=list(cal.by_turn) if cal.status == "calibrated" else [],
             )
         )
     sorted_by = "the order the run lists its judges"

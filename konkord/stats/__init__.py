@@ -16,6 +16,8 @@ Modules:
     resample     task / judgment bootstrap, percentile and BCa intervals
     ranking      pairwise difference intervals, rank groups, supported claims
     diagnostics  flips, position, cycles, connectivity, consistency
+    judges       judges compared: consensus match (leave one judge out), per-task consistency,
+                 length preference
     simfield     simulated fields with known strengths (tests, benchmarks, `simulate`)
 """
 
