@@ -25,6 +25,7 @@ from konkord.evidence import Record
 from konkord.runspec import RunSpec
 from konkord.stages.current import interval
 from konkord.stats.ppi import AnchoredData
+from konkord.stats.resample import Bootstrap
 from konkord.verdicts import CombinedVerdict
 
 MIN_LABELS = 30
@@ -98,19 +99,14 @@ def _inclusion(
     return out, design, skipped
 
 
-def _ratings(boot: object, models: list[str]) -> list[R.AnchoredRating]:
-    from konkord.stats import pairwise_differences
-    from konkord.stats.resample import Bootstrap
+def _ratings(boot: Bootstrap, models: list[str]) -> list[R.AnchoredRating]:
+    """Models best first with win-rate intervals and rank ranges (`konkord.stats.rank`)."""
+    from konkord.stats import rank
 
-    assert isinstance(boot, Bootstrap)
     ivs = boot.intervals()
-    diffs = pairwise_differences(boot)
-    m = len(models)
-    above = (diffs.lower > 0).sum(axis=0)  # models significantly above each one
-    below = (diffs.lower > 0).sum(axis=1)
-    order = np.argsort(-boot.point.log_strength, kind="stable")
+    ranking = rank(boot)
     out = []
-    for k in order.tolist():
+    for k in ranking.order.tolist():
         out.append(
             R.AnchoredRating(
                 model=models[k],
@@ -124,35 +120,33 @@ def _ratings(boot: object, models: list[str]) -> list[R.AnchoredRating]:
                     float(ivs["log_strength"].lower[k]),
                     float(ivs["log_strength"].upper[k]),
                 ),
-                rank_best=1 + int(above[k]),
-                rank_worst=m - int(below[k]),
+                rank_best=int(ranking.rank_best[k]),
+                rank_worst=int(ranking.rank_worst[k]),
             )
         )
     return out
 
 
-def _claims(boot: object, models: list[str]) -> list[str]:
-    from konkord.stats import pairwise_differences
-    from konkord.stats.resample import Bootstrap
+def _claims(boot: Bootstrap, models: list[str]) -> list[str]:
+    """One sentence per model that is supported above others, in rank order."""
+    from konkord.stats import rank
 
-    assert isinstance(boot, Bootstrap)
-    diffs = pairwise_differences(boot)
-    order = np.argsort(-boot.point.log_strength, kind="stable").tolist()
-    claims = []
-    for pos, a in enumerate(order):
-        below = [models[b] for b in order[pos + 1 :] if diffs.lower[a, b] > 0]
-        if below:
-            claims.append(f"People would rank {models[a]} above {', '.join(below)}.")
-    return claims
+    ranking = rank(boot)
+    below: dict[int, list[str]] = {}
+    for claim in ranking.claims:
+        below.setdefault(claim.upper, []).append(models[claim.lower])
+    return [
+        f"Anchored to people, {models[k]} ranks above {', '.join(below[k])}."
+        for k in ranking.order.tolist()
+        if k in below
+    ]
 
 
-def _disagreements(judge: R.JudgeBlock, anchored: object, models: list[str]) -> list[str]:
+def _disagreements(judge: R.JudgeBlock, anchored: Bootstrap, models: list[str]) -> list[str]:
     """Where the judge-only ranking and the anchored one part: pairs put in the other order,
     and orderings the judge's data supports but the anchored ranking does not."""
     from konkord.stats import pairwise_differences
-    from konkord.stats.resample import Bootstrap
 
-    assert isinstance(anchored, Bootstrap)
     diffs = pairwise_differences(anchored)
     index = {m: k for k, m in enumerate(models)}
     out = []
@@ -177,17 +171,14 @@ def _disagreements(judge: R.JudgeBlock, anchored: object, models: list[str]) -> 
 
 def _holdout(
     judge: R.JudgeBlock,
-    half: object,
-    all_labels: object,
+    half: Bootstrap,
+    all_labels: Bootstrap,
     models: list[str],
     used: int,
     total: int,
     seed: int,
 ) -> R.AnchoredHoldout:
     """The anchored ranking from half the labels, held against the ranking from all of them."""
-    from konkord.stats.resample import Bootstrap
-
-    assert isinstance(half, Bootstrap) and isinstance(all_labels, Bootstrap)
     half_iv = half.intervals()["expected_win_rate"]
     all_iv = all_labels.intervals()["expected_win_rate"]
     judged = {r.model: r.win_rate_vs_field for r in judge.ratings}
