@@ -84,7 +84,10 @@ def _line(row: JudgeRow) -> str:
 
 def format_judge_table(run: str, table: JudgeTable) -> list[str]:
     """Every line `konkord judges` prints."""
-    lines = [f'Judges of run "{run}", sorted by {table.sorted_by}:']
+    lines = [
+        f'Judges of run "{run}", sorted by {table.sorted_by}',
+        "(by point estimate: where the intervals below overlap, the order is not established):",
+    ]
     lines += [f"  J{row.number}  {row.judge}" for row in table.rows]
     lines += ["", HEADER, *(_line(row) for row in table.rows)]
     hh = table.people
