@@ -128,7 +128,7 @@ COLUMNS = (
     ("kappa", "Cohen's kappa"),
     ("tests", "Agreement with tests"),
     ("consensus", "Consensus match"),
-    ("consistency", "Consistency"),
+    ("consistency", "Consistency within tasks"),
     ("flips", "Order flips"),
     ("split", "Positional split"),
     ("longer", "Longer answer won"),

@@ -121,7 +121,7 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
             f"  Cohen's kappa          {_kappa(row.kappa)}",
             f"  agreement with tests   {_full(row.tests, ' pairs where one answer passes')}",
             f"  consensus match        {_mean(row.consensus)}",
-            f"  consistency            {_mean(row.consistency)}",
+            f"  consistency in tasks   {_mean(row.consistency)}",
             f"  order flips            {_full(row.flip_rate, ' pairs')}",
             f"  positional split       {split_text(row.first_shown)} "
             f"(first-shown won {_full(row.first_shown, ' decided calls')})",
