@@ -190,13 +190,33 @@ def rank_ranges(
     supported: npt.NDArray[np.bool_], active: npt.NDArray[np.bool_]
 ) -> tuple[IntArray, IntArray]:
     """best = 1 + models supported above, worst = N - models supported below, over the N
-    models that have comparisons (0 for the others)."""
+    models that have comparisons (0 for the others).
+
+    For a transitive `supported` (see `consistent`) the ranges order two models exactly when
+    their ordering is supported, and show every supported ordering at both ends."""
     n = int(active.sum())
     above = supported[active, :].sum(axis=0)  # [b]: models a with "a above b"
     below = supported[:, active].sum(axis=1)  # [a]: models b with "a above b"
     best = np.where(active, 1 + above, 0).astype(np.int64)
     worst = np.where(active, n - below, 0).astype(np.int64)
     return best, worst
+
+
+def consistent(supported: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """A transitive part of a supported relation: where a above c and c above
+    b are supported but a above b is not (rare: intervals and sign tests are pairwise), both
+    are withdrawn, until no such triple is left. Claims then form a consistent order, and no
+    display can imply the missing a above b."""
+    out = supported.copy()
+    while True:
+        through = (out.astype(np.int64) @ out.astype(np.int64)) > 0
+        broken = np.argwhere(through & ~out)
+        if broken.size == 0:
+            return out
+        for a, b in broken:
+            middle = out[a] & out[:, b]
+            out[a, middle] = False
+            out[middle, b] = False
 
 
 def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAULT_POWER) -> Ranking:
@@ -221,6 +241,7 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
     if sign is not None:
         supported &= (sign.p_value <= alpha) & (sign.higher > sign.lower)
     np.fill_diagonal(supported, False)
+    supported = consistent(supported)
     order = np.lexsort((-beta, ~active)).astype(np.int64)
     best, worst = rank_ranges(supported, active)
     groups: list[list[int]] = []
