@@ -115,7 +115,7 @@ def test_task_deep_link_opens_the_right_task(site: tuple[str, list[Results]], br
     task = runs[0].tasks[1]
     watched = Watched(browser, base)
     watched.page.goto(f"{base}/alpha/tasks/")
-    watched.page.click(f"a[href='{task.id}/']")
+    watched.page.click(f"a[href='{task.id}/index.html']")
     watched.page.wait_for_url(f"{base}/alpha/tasks/{task.id}/")
     assert watched.page.locator("#task-title code").inner_text() == task.id
     assert watched.page.locator("article.answer").count() == len(task.answers)

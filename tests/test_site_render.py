@@ -148,7 +148,11 @@ def test_every_page_forbids_script_and_loads_nothing_from_elsewhere(
     assert "frame-ancestors 'none'" in headers
 
 
-def test_internal_links_are_directory_style_and_resolve(site: tuple[Path, list[Results]]) -> None:
+def test_internal_links_name_a_file_so_they_work_from_disk(
+    site: tuple[Path, list[Results]],
+) -> None:
+    """Opened from file://, a link to a folder shows a directory listing: every internal link
+    names the page's index.html (the deployed site serves it with no redirect)."""
     public, _ = site
     for path in all_pages(public):
         if path.name == "404.html":
@@ -159,11 +163,13 @@ def test_internal_links_are_directory_style_and_resolve(site: tuple[Path, list[R
             if target.netloc != "site" or str(anchor["href"]).startswith("#"):
                 continue
             local = public / target.path.lstrip("/")
-            if target.path.endswith("/"):
-                assert (local / "index.html").is_file(), (path, anchor["href"])
-            else:
-                assert local.is_file(), (path, anchor["href"])
-                assert local.suffix != ".html", "links are directory-style"
+            assert not target.path.endswith("/"), (path, anchor["href"], "a folder link")
+            assert local.is_file(), (path, anchor["href"])
+    assert 'href="/index.html"' in (public / "404.html").read_text()
+    assert (public / "_redirects").read_text().splitlines() == [
+        "/ /index.html 200",
+        "/*/ /:splat/index.html 200",
+    ]
 
 
 def test_methodology_prints_the_prompt_from_the_results_file(
@@ -218,7 +224,7 @@ def test_calibration_page_has_every_breakdown_and_the_gallery(
     gallery = judge.select("article.disagreement")
     assert len(gallery) == len(runs[0].judge_blocks[0].calibration.disagreements)
     link = gallery[0].select_one("h4 a")
-    assert link is not None and str(link["href"]).startswith("../tasks/task-001/#")
+    assert link is not None and str(link["href"]).startswith("../tasks/task-001/index.html#")
     # The hostile rationale in the gallery is text, not script.
     assert not soup.find_all("script")
     uncal = soup.select_one("#judge-2").get_text(" ", strip=True)
@@ -247,7 +253,7 @@ def test_task_page_shows_answers_verdicts_flips_and_labels(
     assert "compiles: failed (SyntaxError)" in soup.get_text()
     # The deep link from the tasks index points here.
     index = page(public, "alpha/tasks/")
-    assert index.find("a", href=f"{task.id}/") is not None
+    assert index.find("a", href=f"{task.id}/index.html") is not None
 
 
 def test_hostile_text_is_rendered_inert(site: tuple[Path, list[Results]]) -> None:

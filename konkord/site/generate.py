@@ -52,6 +52,14 @@ HEADERS = f"""/*
 """
 
 
+# Pages link to `x/index.html` (so they work from disk); wrangler.jsonc serves HTML as named
+# (html_handling "none": no 307 per click), and these rewrites answer the folder addresses a
+# person types or shares, `/` and `/run/`, with the same page, again without a redirect.
+REDIRECTS = """/ /index.html 200
+/*/ /:splat/index.html 200
+"""
+
+
 def load_results_fast(path: Path, data: bytes | None = None) -> Results:
     """Parse and validate a results file in one pass of pydantic's JSON parser; any problem
     falls back to `read_results`, whose message names the file and the fix."""
@@ -327,6 +335,10 @@ def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedR
     for run in loaded:
         if results_copy(run) not in writer.current.outputs:
             copy_results(writer, run)
-    for name, text in (("_headers", HEADERS), (".assetsignore", ".konkord-build.json\n")):
+    for name, text in (
+        ("_headers", HEADERS),
+        ("_redirects", REDIRECTS),
+        (".assetsignore", ".konkord-build.json\n"),
+    ):
         data = text.encode()
         writer.write(name, data, sha256(data))

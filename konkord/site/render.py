@@ -8,6 +8,7 @@ to that page (`root`), so the site works from any static host and from a local s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,9 +156,26 @@ def plan_site_pages(
     return pages
 
 
+# A link to a folder (`../`, `tasks/x/`, `calibration/#judge-1`), not to a file or another site.
+FOLDER_LINK = re.compile(r'href="((?:[^":#?]*/)?)(#[^"]*)?"')
+
+
+def file_links(html: str) -> str:
+    """Point every folder link at the folder's index.html.
+
+    Opened from disk (file://), a folder link shows a directory listing, not the page. The
+    deployed site serves `x/index.html` with no redirect (wrangler.jsonc: html_handling
+    "none", and _redirects maps `/x/` to `/x/index.html` for addresses typed by hand).
+    """
+    return FOLDER_LINK.sub(
+        lambda m: f'href="{m.group(1)}index.html{m.group(2) or ""}"' if m.group(1) else m.group(0),
+        html,
+    )
+
+
 def render_page(env: jinja2.Environment, plan: PagePlan) -> bytes:
     """One page's bytes; the same plan always gives the same bytes."""
-    return env.get_template(plan.template).render(**plan.context).encode("utf-8")
+    return file_links(env.get_template(plan.template).render(**plan.context)).encode("utf-8")
 
 
 def context_fingerprint(context: Mapping[str, Any]) -> str:
