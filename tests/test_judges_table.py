@@ -187,3 +187,21 @@ def test_mtbench_table_reads_gpt4_against_experts_and_experts_against_each_other
     assert "turn 1: J1 vs people 66% (1343); people vs people 63% (721)" in out.output
     assert "turn 2: J1 vs people 66% (1325); people vs people 67% (707)" in out.output
     assert json.loads(Path("results/mtb.json").read_text())["judge_panel"]["standings"]
+
+
+def test_rank_picture_escapes_model_names() -> None:
+    from bs4 import BeautifulSoup
+
+    from konkord.site.judges_page import rank_by_judge
+
+    hostile = '<script>alert(1)</script>"onload="x'
+    svg = str(
+        rank_by_judge(
+            [hostile, "b"], [("panel", {hostile: 1, "b": 2}), ("J1", {hostile: 2, "b": 1})], "t"
+        )
+    )
+    soup = BeautifulSoup(svg, "html.parser")
+    assert soup.find("script") is None
+    assert all(not k.startswith("on") for tag in soup.find_all(True) for k in tag.attrs)
+    assert len(soup.find_all("polyline")) == 2
+    assert hostile[:20] in soup.get_text()  # shown as text, shortened
