@@ -16,7 +16,8 @@ def calibrate(run_name: str, judge: str | None) -> None:
     Compares every human label with the judge's verdict on the same task and
     model pair (in model terms, both orders combined) and stores the figures in
     the calibration block of results/<run>.json: agreement with a Wilson 95%
-    interval, Cohen's kappa with a bootstrap interval, the confusion matrix,
+    interval clustered by task, Cohen's kappa (every comparison counted in both
+    pair orientations) with a bootstrap interval, the confusion matrix,
     agreement without ties, on consistent and on flipped pairs, breakdowns by
     task, pair, answer length, labeller and turn, agreement between people, and
     every disagreement. Without a results file yet, computes it first, as

@@ -20,7 +20,7 @@ import click
     help="Resample whole tasks (honest when tasks differ) or single judgments (naive, for comparison).",
 )
 def report(run_name: str, out: Path | None, resamples: int, seed: int, resample: str) -> None:
-    """Fit Bradley-Terry ratings with bootstrap intervals, rank groups, claims,
+    """Fit Bradley-Terry ratings with bootstrap intervals, rank ranges, claims,
     diagnostics and cost, and write them with every answer and verdict to one
     versioned results file. Calls no model.
     """

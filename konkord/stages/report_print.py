@@ -24,6 +24,12 @@ def _proportion(p: Proportion | None) -> str:
     return f"{_pct(p.rate)} [{_pct(p.low)}, {_pct(p.high)}] ({p.k}/{p.n})"
 
 
+def _rank_range(best: int | None, worst: int | None, rank: int) -> str:
+    if best is None or worst is None:
+        return str(rank) if best is None and worst is None else "-"
+    return str(best) if best == worst else f"{best}-{worst}"
+
+
 def format_cost(line: CostLine | None) -> str:
     """Dollars, or the known part plus a note when some prices are unknown."""
     if line is None:
@@ -47,7 +53,7 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         table.add_column(column, justify="right" if column != "model" else "left")
     for row in block.ratings:
         table.add_row(
-            str(row.rank),
+            _rank_range(row.rank_best, row.rank_worst, row.rank),
             row.model,
             f"{row.rating.estimate:.2f}" if row.rating.estimate is not None else "n/a",
             _interval(row.win_rate_vs_field),

@@ -48,7 +48,7 @@ def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
         text = (
             f"{upper} and {lower} are not separated: the interval of their difference contains 0."
         )
-    if sep.tasks_needed is not None:
+    if sep.tasks_needed is not None and not sep.interval_excludes_zero:
         text += (
             f" At the gap observed, {about_tasks(sep.tasks_needed)} tasks would separate them "
             f"(this run has {n_tasks})."
