@@ -576,12 +576,19 @@ def read_results(path: Path | str) -> Results:
     """Read and validate a results file; another schema version is a clear error."""
     path = Path(path)
     try:
-        text = path.read_text()
-        data = json.loads(text)
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise KonkordError(f"{path}: results file not found (run `konkord report`)") from None
+    try:  # the common case in one pass of pydantic's own JSON parser
+        results = Results.model_validate_json(raw)
+        if results.schema_version == SCHEMA_VERSION:
+            return results
+    except ValidationError:
+        pass  # below, the same checks in steps, for a message that says what is wrong
+    try:
+        data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        problem = "the file is empty" if not text.strip() else f"not valid JSON ({exc.msg})"
+        problem = "the file is empty" if not raw.strip() else f"not valid JSON ({exc.msg})"
         raise KonkordError(
             f"{path}:{exc.lineno}: {problem}; if a crash cut it short, make it again from the "
             "evidence with `konkord report --run NAME` (or `konkord build`)"

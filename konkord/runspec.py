@@ -11,10 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from konkord.atomic import write_atomic
+from konkord.calls import CallSettings
 from konkord.credentials import strip_url_credentials
 from konkord.deployments import Deployment, load_deployment_file
 from konkord.errors import KonkordError
-from konkord.llm import CallSettings
 from konkord.runs_config import (
     DEFAULT_RUNS_FILE,
     Cascade,

@@ -24,15 +24,29 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     diagnostics and cost, and write them with every answer and verdict to one
     versioned results file. Calls no model.
     """
-    from konkord.results import write_results
+    from konkord.errors import KonkordError
+    from konkord.results import read_results, write_results
     from konkord.runspec import resolve_run
-    from konkord.stages.report import ReportOptions, build_results
+    from konkord.stages.freshness import ReportOptions, results_current
     from konkord.stages.report_print import print_report
 
     spec = resolve_run(run_name)
     options = ReportOptions(resamples=resamples, seed=seed, unit=resample)  # type: ignore[arg-type]
-    results = build_results(spec, options)
     path = out or spec.results_path
+    # The results are a function of the evidence, suite and options (their digest is in the
+    # file): when none changed, print the file as it is rather than recompute the same bytes.
+    if results_current(spec, options, path):
+        try:
+            current = read_results(path)
+        except KonkordError:
+            pass
+        else:
+            print_report(current)
+            click.echo(f"{path} is up to date with the evidence; nothing recomputed")
+            return
+    from konkord.stages.report import build_results
+
+    results = build_results(spec, options)
     write_results(results, path)
     print_report(results)
     click.echo(f"wrote {path}")

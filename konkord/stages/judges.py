@@ -13,8 +13,9 @@ from konkord import results as R
 from konkord.evidence import EvidenceLog, Record
 from konkord.runspec import RunSpec
 from konkord.stages.current import finite, proportion
+from konkord.stages.freshness import ReportOptions
 from konkord.stages.judges_table import PANEL
-from konkord.stages.report_ranking import ReportOptions, judge_block
+from konkord.stages.report_ranking import judge_block
 from konkord.stats.judges import MIN_JUDGES_FOR_CONSENSUS
 from konkord.verdicts import CombinedVerdict
 

@@ -27,9 +27,10 @@ from konkord.stages.current import (
     proportion,
     system_prompt_for,
 )
+from konkord.stages.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_digest
 from konkord.stages.judges import judge_panel
 from konkord.stages.methods import describe
-from konkord.stages.report_ranking import DEFAULT_RESAMPLES, ReportOptions, judge_block
+from konkord.stages.report_ranking import judge_block
 from konkord.stages.report_views import cost_line, pass_rates_block, task_views
 from konkord.verdicts import CombinedVerdict, combine_verdicts, judges_in_log, load_verdicts
 
@@ -114,26 +115,6 @@ def _anchored(
     return anchored_block(
         spec, block, done, labels, pool, options.resamples, options.seed
     )
-
-
-EVIDENCE_STREAMS = ("answers", "verdicts", "prompts", "labels", "checks")
-
-
-def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> str:
-    """A hash of everything a results file is computed from, to tell when it is stale."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
-    digest.update(spec.suite.model_dump_json().encode())
-    if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
-        digest.update(spec.cascade.model_dump_json().encode())
-    for stream in EVIDENCE_STREAMS:
-        path = spec.run_dir / f"{stream}.jsonl"
-        digest.update(stream.encode())
-        if path.exists():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:24]
 
 
 def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.Results:

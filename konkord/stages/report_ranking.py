@@ -3,8 +3,7 @@ intervals, pairwise differences, rank groups, claims, and the diagnostics of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -13,20 +12,8 @@ from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record
 from konkord.runspec import RunSpec
 from konkord.stages.current import finite, interval, proportion, system_prompt_for
+from konkord.stages.freshness import ReportOptions
 from konkord.verdicts import CombinedVerdict, current_frame_hash
-
-DEFAULT_RESAMPLES = 1000
-ResampleUnit = Literal["task", "judgments"]
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """How intervals are made; part of what a results file records about itself."""
-
-    resamples: int = DEFAULT_RESAMPLES
-    seed: int = 0
-    unit: ResampleUnit = "task"
-
 
 DISCONNECTED_HANDLING = (
     "kept and fitted like the others: the prior (half a virtual win and loss against an "

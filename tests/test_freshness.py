@@ -1,0 +1,96 @@
+"""`konkord report` with nothing changed prints the file it has instead of recomputing it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+from evidence_factory import add_answers, add_verdict, write_runs, write_suite
+
+from konkord.cli import cli
+from konkord.runspec import resolve_run
+from konkord.stages.freshness import ReportOptions, inputs_digest, results_current, stored_digest
+
+
+def _run(root: Path) -> dict[tuple[str, str], str]:
+    models = ["m/a", "m/b"]
+    suite = write_suite(root, 6)
+    write_runs(root, [{"name": "r", "suite": "suites/tiny.yaml", "models": models}])
+    texts = add_answers(root, "r", suite, models)
+    for k in range(6):
+        add_verdict(root, "r", texts, f"t{k:02d}", "m/a", "m/b", ("1", "2"))
+    return texts
+
+
+def _report(*extra: str) -> str:
+    outcome = CliRunner().invoke(cli, ["report", "--run", "r", "--resamples", "50", *extra])
+    assert outcome.exit_code == 0, outcome.output
+    return outcome.output
+
+
+def test_stored_digest_is_the_one_written_and_none_without_a_file(project: Path) -> None:
+    _run(project)
+    _report()
+    path = project / "results" / "r.json"
+    digest = json.loads(path.read_text())["inputs_digest"]
+    assert stored_digest(path) == digest
+    assert digest == inputs_digest(resolve_run("r"), ReportOptions(resamples=50))
+    assert stored_digest(project / "results" / "none.json") is None
+    (project / "results" / "bad.json").write_text("{not json")
+    assert stored_digest(project / "results" / "bad.json") is None
+
+
+def test_an_unchanged_run_is_printed_not_recomputed(project: Path) -> None:
+    _run(project)
+    first = _report()
+    path = project / "results" / "r.json"
+    written = path.read_bytes()
+    path.touch()
+    stamp = path.stat().st_mtime_ns
+    second = _report()
+    assert "is up to date with the evidence; nothing recomputed" in second
+    assert path.stat().st_mtime_ns == stamp and path.read_bytes() == written
+    # The same table as the run that computed it.
+    assert first.splitlines()[:-1] == second.splitlines()[:-1]
+
+
+def test_new_evidence_or_other_options_recompute(project: Path) -> None:
+    texts = _run(project)
+    _report()
+    spec = resolve_run("r")
+    assert results_current(spec, ReportOptions(resamples=50))
+    assert not results_current(spec, ReportOptions(resamples=50, seed=1))
+    assert "wrote results/r.json" in _report("--seed", "1")
+    add_verdict(project, "r", texts, "t00", "m/b", "m/a", ("2", "1"))
+    assert not results_current(spec, ReportOptions(resamples=50, seed=1))
+    assert "wrote results/r.json" in _report("--seed", "1")
+
+
+def test_a_results_file_that_does_not_read_is_recomputed(project: Path) -> None:
+    _run(project)
+    _report()
+    path = project / "results" / "r.json"
+    data = json.loads(path.read_text())
+    data["models"] = "not a list"  # the digest still matches; the file no longer validates
+    path.write_text(json.dumps(data, indent=1))
+    assert "wrote results/r.json" in _report()
+    assert isinstance(json.loads(path.read_text())["models"], list)
+
+
+def test_checking_freshness_imports_no_statistics(project: Path) -> None:
+    _run(project)
+    _report()
+    code = (
+        "import sys\n"
+        "from konkord.runspec import resolve_run\n"
+        "from konkord.stages.freshness import ReportOptions, results_current\n"
+        "assert results_current(resolve_run('r'), ReportOptions(resamples=50))\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'litellm') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
