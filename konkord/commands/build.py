@@ -27,6 +27,14 @@ def build(offline: bool, out: Path, runs_file: Path) -> None:
     each. Pages whose inputs did not change are not rewritten. Run it from the
     project root; open OUT/index.html through `konkord serve`.
     """
+    from konkord.buildstamp import replay
+
+    unchanged = replay(out, runs_file)
+    if unchanged is not None:  # nothing the last build read has changed since
+        for line in unchanged.lines():
+            click.echo(line)
+        click.echo(f"built {out}/: {unchanged.summary()}")
+        return
     from konkord.stages.build import build_site
 
     summary = build_site(out, offline, runs_file, progress=click.echo)

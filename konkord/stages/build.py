@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from konkord import buildstamp
 from konkord.errors import KonkordError
 from konkord.results import SCHEMA_VERSION, read_results
 from konkord.runs_config import RunEntry, RunsFile, load_runs
-from konkord.runspec import RunSpec, spec_from_entry
+from konkord.runspec import RUNS_ROOT, RunSpec, spec_from_entry
 from konkord.site.generate import LoadedRun, SiteRenderer, render_runs, write_extras
 from konkord.site.incremental import Manifest, OutputWriter
 from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
@@ -227,6 +228,19 @@ def build_site(
     renderer.site_pages([run.summary for run in loaded])
     write_extras(writer, templates_dir, loaded)
     writer.finish()
+    if notes:  # something was left undone: the next build must look again
+        buildstamp.forget(out, runs_file, templates_dir, content_dir)
+    else:  # the next build with the same inputs can replay this one's report
+        buildstamp.record(
+            out,
+            runs_file,
+            templates_dir,
+            content_dir,
+            [(r.entry.name, Path(r.entry.suite), RUNS_ROOT / r.entry.name, r.path) for r in loaded],
+            sorted({RESULTS_DIR} | {r.entry.results_path.parent for r in loaded}),
+            {name: len(run_pages) for name, run_pages in pages.items()},
+            list(writer.current.outputs),
+        )
     return BuildSummary(
         runs=[run.entry.name for run in loaded],
         written=list(writer.written),

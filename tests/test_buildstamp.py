@@ -1,0 +1,105 @@
+"""A no-change `konkord build` replays the last build's report; any changed input rebuilds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from konkord.buildstamp import STAMP_DIR
+from konkord.cli import cli
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = {
+    "name": "tiny",
+    "rubric": "Prefer the answer that is correct and complete.",
+    "tasks": [{"id": f"t{k}", "prompt": f"What is {k} plus {k}?"} for k in range(3)],
+}
+RUN = {
+    "name": "sim-run",
+    "suite": "suites/tiny.yaml",
+    "models": ["sim/a:strength=2", "sim/b:strength=0"],
+    "judges": ["sim-judge/fair"],
+}
+
+
+def _project(root: Path) -> None:
+    for folder in ("templates", "content"):
+        shutil.copytree(REPO / folder, root / folder)
+    (root / "suites").mkdir()
+    (root / "suites" / "tiny.yaml").write_text(yaml.safe_dump(SUITE, sort_keys=False))
+    (root / "runs.json").write_text(json.dumps({"runs": [RUN]}))
+
+
+def _build() -> str:
+    outcome = CliRunner().invoke(cli, ["build"])
+    assert outcome.exit_code == 0, outcome.output
+    return outcome.output
+
+
+def test_an_unchanged_build_says_what_the_full_path_says_without_its_imports(
+    project: Path,
+) -> None:
+    _project(project)
+    _build()
+    (stamp,) = (project / STAMP_DIR).iterdir()
+    stamp.unlink()
+    full = _build()  # nothing to do, found the long way; stamps again
+    assert "0 files written" in full and stamp.is_file()
+    assert _build() == full
+    code = (
+        "import sys\n"
+        "from konkord.cli import main\n"
+        "sys.argv = ['konkord', 'build']\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    heavy = ('konkord.stages.build', 'pydantic', 'jinja2', 'numpy', 'litellm')\n"
+        "    print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines()[:-1] == full.splitlines()
+    assert out.stdout.splitlines()[-1] == "[]"
+
+
+def test_every_kind_of_changed_input_takes_the_full_path(project: Path) -> None:
+    _project(project)
+    _build()
+    (stamp,) = (project / STAMP_DIR).iterdir()
+
+    # A template edit: its pages are rewritten.
+    template = project / "templates" / "task.html"
+    template.write_text(template.read_text().replace("All tasks", "Every task"))
+    assert "0 files written" not in _build().splitlines()[-1]
+    # New evidence: the results file is recomputed.
+    verdicts = project / "runs" / "sim-run" / "verdicts.jsonl"
+    record = json.loads(verdicts.read_text().splitlines()[0])
+    record["winner"] = "tie"
+    with verdicts.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+    assert "computing results/sim-run.json" in _build()
+    # A deleted page is written again.
+    page = project / "public" / "sim-run" / "index.html"
+    page.unlink()
+    assert "1 files written" in _build() and page.is_file()
+    # A new content file, and a results file nobody lists: the full path sees both.
+    (project / "content" / "extra.md").write_text("# Extra\n")
+    assert stamp.is_file()
+    (project / "results" / "stray.json").write_text("{}")
+    outcome = CliRunner().invoke(cli, ["build"])
+    assert outcome.exit_code != 0 and "stray.json: not listed in runs.json" in outcome.output
+    (project / "results" / "stray.json").unlink()
+    _build()
+    # Built for other folders: not replayed for these.
+    data = json.loads(stamp.read_text())
+    data["key"]["templates"] = "other-templates"
+    stamp.write_text(json.dumps(data))
+    page.unlink()
+    assert "1 files written" in _build() and page.is_file()
