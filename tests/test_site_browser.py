@@ -116,7 +116,7 @@ def test_task_deep_link_opens_the_right_task(site: tuple[str, list[Results]], br
     watched = Watched(browser, base)
     watched.page.goto(f"{base}/alpha/tasks/")
     watched.page.click(f"a[href='{task.id}/index.html']")
-    watched.page.wait_for_url(f"{base}/alpha/tasks/{task.id}/")
+    watched.page.wait_for_url(f"{base}/alpha/tasks/{task.id}/index.html")
     assert watched.page.locator("#task-title code").inner_text() == task.id
     assert watched.page.locator("article.answer").count() == len(task.answers)
     # A deep link to one comparison lands on it.
