@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from konkord.batch_format import BATCH_DISCOUNT
-from konkord.calls import CallSettings, Message
+from konkord.calls import CallSettings, Message, NotLaunched
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog
 from konkord.runs_config import Price
 
 
-class BudgetReached(KonkordError):
+class BudgetReached(NotLaunched):
     """A call was not launched: it could have taken the run past --max-cost."""
 
 

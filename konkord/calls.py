@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from konkord.errors import KonkordError
+
 Message = dict[str, str]
 
 
@@ -94,6 +96,11 @@ def mark_empty(result: CallResult) -> None:
     result.error = f"empty reply (finish_reason {result.finish_reason}): {why}"
     result.error_kind = "empty"
     result.text = None
+
+
+class NotLaunched(KonkordError):
+    """A call refused before it was sent (--max-cost, Ctrl-C): nothing was paid and nothing is
+    recorded; a rerun makes it."""
 
 
 class ResponseCache:

@@ -33,6 +33,7 @@ from konkord.credentials import strip_url_credentials
 from konkord.deployments import answered_by, failed_deployment
 from konkord.errors import KonkordError
 from konkord.runs_config import Price
+from konkord.stopping import STOP, StopRequested
 
 if TYPE_CHECKING:
     from konkord.budget import Budget
@@ -276,8 +277,10 @@ class ModelClient:
         failed_on: list[str] = []
         hold = await self.budget.reserve(model, messages, settings) if self.budget else None
         async with self._semaphore(model):
+            flight = self._launch(hold)  # after the first Ctrl-C, nothing new goes out
             while True:
                 attempts += 1
+                STOP.attempt(flight, self.timeout_s)
                 started = time.perf_counter()
                 try:
                     if routed and self.deployments is not None:
@@ -291,6 +294,7 @@ class ModelClient:
                         result.fallbacks = tuple(failed_on)
                     break
                 except asyncio.CancelledError:
+                    STOP.land(flight)
                     if self.budget and hold is not None:
                         self.budget.settle(hold, None)
                     raise
@@ -298,7 +302,7 @@ class ModelClient:
                     if routed:
                         failed_on.append(failed_deployment(exc))
                     kind = _classify(exc, litellm)
-                    if kind == "transient" and attempts <= self.max_retries:
+                    if kind == "transient" and attempts <= self.max_retries and not STOP.requested:
                         delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempts - 1))
                         delay *= 0.5 + random.random() / 2
                         wait = _retry_after_s(exc)
@@ -306,17 +310,28 @@ class ModelClient:
                             delay = max(delay, min(wait, self.backoff_cap_s))
                         await asyncio.sleep(delay)
                         continue
+                    STOP.land(flight)
                     if self.budget and hold is not None:
                         self.budget.settle(hold, 0.0)
                     return CallResult(
                         text=None, error=_short_error(exc), error_kind=kind, attempts=attempts,
                         fallbacks=tuple(failed_on),
                     )
+        STOP.land(flight)
         if self.budget and hold is not None:
             self.budget.settle(hold, result.cost_usd)
         if cache is not None:
             cache.put(key, result)
         return result
+
+    def _launch(self, hold: Any) -> int:
+        """Register a call going out, or refuse it after Ctrl-C (giving back its budget hold)."""
+        try:
+            return STOP.launch(self.timeout_s)
+        except StopRequested:
+            if self.budget and hold is not None:
+                self.budget.settle(hold, 0.0)
+            raise
 
     def _result_from(
         self, litellm: Any, model: str, response: Any, latency: float, attempts: int

@@ -42,6 +42,7 @@ from konkord.stages.judge import (
 )
 from konkord.stages.judge_call import ask_judge, judge_messages, judge_settings, message_sha
 from konkord.stages.judge_summary import tally_consistency
+from konkord.stopping import one_writer, unless_not_launched
 
 TOP_LOGPROBS = 5
 
@@ -200,7 +201,7 @@ async def first_pass_run(
         if on_progress:
             on_progress(finished, len(items))
 
-    await asyncio.gather(*(judge_one(item) for item in todo))
+    await asyncio.gather(*(unless_not_launched(judge_one(item)) for item in todo))
     done = _first_pass_done(spec, log, plan, items)
     current = [
         r
@@ -241,6 +242,7 @@ def missing_calls(spec: RunSpec, plan: CascadePlan) -> int:
     return owed + len(strong_items) - len(_done_keys(spec, log, plan.strong, fhash, strong_items))
 
 
+@one_writer("judge", lambda spec, *args, **kwargs: spec.run_dir)
 async def cascade_run(
     spec: RunSpec,
     plan: CascadePlan,

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable
 from itertools import combinations
 
-from konkord.budget import BudgetReached
+from konkord.calls import NotLaunched
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record, now_iso
 from konkord.families import check_judge_independence
@@ -28,6 +28,7 @@ from konkord.stages.judge_summary import JudgeTally as JudgeTally
 from konkord.stages.judge_summary import summary_lines as summary_lines
 from konkord.stages.judge_summary import tally_consistency
 from konkord.stages.run import current_answers
+from konkord.stopping import one_writer
 from konkord.verdicts import frame_hashes_of, load_verdicts
 
 DEFAULT_MAX_TOKENS = 8192
@@ -170,6 +171,7 @@ def preflight(spec: RunSpec, judges: tuple[str, ...] | list[str]) -> list[str]:
     return notes
 
 
+@one_writer("judge", lambda spec, *args, **kwargs: spec.run_dir)
 async def judge_run(
     spec: RunSpec,
     judges: tuple[str, ...] | list[str],
@@ -225,8 +227,8 @@ async def judge_run(
                 record, calls = await ask_judge(
                     spec, item, client, settings, fhash, use_cache=item.key not in unparseable
                 )
-            except BudgetReached:
-                return  # --max-cost: not launched; a rerun with a higher cap asks it
+            except NotLaunched:
+                return  # --max-cost or Ctrl-C: not sent; a rerun asks it
         log.append("verdicts", record)
         tally = summary.tallies[item.judge]
         if record["cost_usd"] is None:

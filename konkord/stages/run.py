@@ -8,10 +8,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from konkord.budget import BudgetReached
+from konkord.calls import NotLaunched
 from konkord.errors import KonkordError
 from konkord.evidence import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.llm import CallResult, CallSettings, Message, ModelClient
+from konkord.stopping import one_writer
 from konkord.suite import Suite, Task
 
 
@@ -112,6 +113,7 @@ def answer_record(
     }
 
 
+@one_writer("run", lambda log, *args, **kwargs: log.run_dir)
 async def generate_answers(
     log: EvidenceLog,
     suite: Suite,
@@ -138,8 +140,8 @@ async def generate_answers(
         messages = answer_messages(suite, task)
         try:
             result = await client.complete(model, messages, settings, use_cache=not force)
-        except BudgetReached:
-            return  # --max-cost: not launched; a rerun with a higher cap asks it
+        except NotLaunched:
+            return  # --max-cost or Ctrl-C: not sent; a rerun asks it
         try:
             await appender.append(answer_record(task, model, messages, settings, result))
         except OSError as exc:
