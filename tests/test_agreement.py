@@ -98,17 +98,26 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate() -> None:
     assert 0.08 < first.high - first.low < 0.25
 
 
-def test_one_cluster_gives_a_degenerate_interval_at_the_estimate() -> None:
+def _floor(k: int, n: int, chance: float) -> tuple[float, float]:
+    low, high = proportion(k, n).low, proportion(k, n).high
+    return (low - chance) / (1 - chance), (high - chance) / (1 - chance)
+
+
+def test_one_cluster_gives_the_raw_count_floor_not_a_point() -> None:
+    # one cluster: every resample equals the data. Counted in both orientations the 8
+    # comparisons have rows (x) 3, 3, 2 and columns (y) 4, 4, 0: chance (12 + 12) / 64.
     x, y = [0, 1, 2, 0], [0, 1, 1, 0]
     result = kappa_bootstrap(x, y, clusters=[7, 7, 7, 7], n_resamples=50)
-    assert result.low == pytest.approx(result.value)
-    assert result.high == pytest.approx(result.value)
+    assert (result.low, result.high) == pytest.approx(_floor(3, 4, 24 / 64))
+    assert result.low < result.value < result.high
 
 
-def test_perfect_agreement_gives_kappa_one() -> None:
+def test_perfect_agreement_gives_kappa_one_with_a_real_interval() -> None:
     x = [0, 1, 2, 0, 1, 2, 0, 1]
     result = kappa_bootstrap(x, x, n_resamples=200)
-    assert (result.value, result.low, result.high) == (1.0, 1.0, 1.0)
+    # both orientations: marginals (3/8, 3/8, 2/8) on both sides, chance 22/64
+    assert result.value == 1.0 and result.high == pytest.approx(1.0)
+    assert result.low == pytest.approx(_floor(8, 8, 22 / 64)[0])
 
 
 def test_grouped_agreement_keeps_first_seen_order() -> None:

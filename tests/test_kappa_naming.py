@@ -19,6 +19,8 @@ from konkord.stages.calibrate import calibration_block
 from konkord.stages.current import current_labels, good_answers
 from konkord.stats.agreement import (
     SWAP,
+    _kappa_floor,
+    both_orientations,
     clustered_proportion,
     cohens_kappa,
     exact_agreement,
@@ -195,10 +197,11 @@ def test_human_human_kappa_does_not_depend_on_which_person_is_first() -> None:
 
 
 def test_kappa_interval_is_the_2_5_and_97_5_percentiles_of_the_cluster_resamples() -> None:
+    # tasks agree fully or hardly at all: the clustered bootstrap is wider than the floor
     rng = np.random.default_rng(2)
     x = rng.choice(3, size=60)
-    y = np.where(rng.random(60) < 0.6, x, rng.choice(3, size=60))
     clusters = np.repeat(np.arange(12), 5)
+    y = np.where(clusters % 2 == 0, x, (x + 1 + rng.integers(0, 2, size=60)) % 3)
     got = kappa_bootstrap(x, y, clusters, n_resamples=400, seed=7)
     # the same draws, resampled by hand one cluster list at a time
     draws = np.random.default_rng(7).integers(0, 12, size=(400, 12))
@@ -210,6 +213,8 @@ def test_kappa_interval_is_the_2_5_and_97_5_percentiles_of_the_cluster_resamples
     low, high = np.percentile(finite, [2.5, 97.5])
     assert (got.low, got.high) == pytest.approx((low, high), abs=1e-12)
     assert (got.low, got.high) != pytest.approx(tuple(np.percentile(finite, [5, 95])), abs=1e-6)
+    floor = _kappa_floor(x, y, lambda conf: both_orientations(conf))
+    assert got.low < floor[0] and got.high > floor[1]
 
 
 def test_clustered_agreement_by_hand_and_never_narrower_than_wilson() -> None:

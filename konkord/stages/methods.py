@@ -37,7 +37,7 @@ def captions(block: R.JudgeBlock, n_tasks: int) -> dict[str, str]:
         "forest": (
             "Expected win rate against the field: the chance of beating a randomly chosen other "
             f"model, with its {LEVEL}% {unit}-bootstrap {boot.method} interval, never narrower "
-            "than the Wilson interval of the model's raw score. The dashed line is 50%."
+            "than the Wald interval of the Bradley-Terry fit. The dashed line is 50%."
         ),
         "heatmap": (
             f"Share of the same {boot.resamples} {unit} resamples in which the row model is "
@@ -80,9 +80,11 @@ def method_sentences(block: R.JudgeBlock, n_tasks: int) -> list[str]:
         f"Ratings: Bradley-Terry fitted to each pair's combined verdict over both orders (a tie "
         f"or a flipped pair counts half a win), with {LEVEL}% intervals from {boot.resamples} "
         f"bootstrap resamples of {unit} (seed {boot.seed}), {_interval_name(boot)}.",
-        "No interval is narrower than the raw counts allow: win-rate intervals contain the "
-        "Wilson interval of the model's score over its comparisons, log-strength and "
-        "difference intervals the Wald interval of the Bradley-Terry fit.",
+        "No interval is narrower than the raw counts allow: the raw win rate's interval "
+        "contains the Wilson interval of the model's score over its comparisons; log-strength, "
+        "difference and expected-win-rate intervals contain the Wald interval of the "
+        "Bradley-Terry fit (comparisons taken as independent, other models held at their "
+        "estimates).",
     ]
     if boot.fits is not None and boot.converged is not None:
         out.append(f"{boot.converged} of {boot.fits} resample and jackknife fits converged.")

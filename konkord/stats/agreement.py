@@ -23,8 +23,9 @@ it, for published tables that use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -214,7 +215,7 @@ def kappa_bootstrap(
     exchangeable: bool = False,
 ) -> KappaEstimate:
     """Kappa (`oriented_kappa`, or plain Cohen's with `oriented=False`) with a seeded
-    percentile-bootstrap 95% interval.
+    percentile-bootstrap 95% interval, never narrower than `_kappa_floor`.
 
     With `clusters` (one integer id per comparison, e.g. the task), whole clusters are resampled,
     because comparisons on the same task are not independent; without, single comparisons are.
@@ -248,7 +249,27 @@ def kappa_bootstrap(
     if defined.size * 2 < n_resamples:
         return KappaEstimate(value, nan, nan, n_resamples, int(defined.size))
     low, high = np.percentile(defined, [2.5, 97.5])
-    return KappaEstimate(value, float(low), float(high), n_resamples, int(defined.size))
+    floor_low, floor_high = _kappa_floor(a, b, counted)
+    return KappaEstimate(
+        value,
+        float(min(low, floor_low)),
+        float(max(high, floor_high)),
+        n_resamples,
+        int(defined.size),
+    )
+
+
+def _kappa_floor(a: Codes, b: Codes, counted: Callable[[Any], Any]) -> tuple[float, float]:
+    """Kappa at the Wilson bounds of the observed agreement, chance agreement held fixed: what
+    the raw counts allow even if every comparison were independent. With one task, or all
+    comparisons alike, the bootstrap has nothing to resample and would give a point."""
+    conf = np.asarray(counted(confusion_matrix(a, b)), dtype=np.float64)
+    total = conf.sum()
+    chance = float((conf.sum(axis=1) * conf.sum(axis=0)).sum() / (total * total))
+    if not chance < 1.0:
+        return float("nan"), float("nan")
+    w_low, w_high = wilson_interval(int((a == b).sum()), int(a.size))
+    return (w_low - chance) / (1.0 - chance), (w_high - chance) / (1.0 - chance)
 
 
 def grouped_agreement(
