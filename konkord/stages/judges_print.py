@@ -148,16 +148,20 @@ def format_ranks(table: JudgeTable) -> list[str]:
         if panel
         else "Each judge's order by point estimate"
     )
-    lines = [title, f"  {'model':<{width}}  {'panel':>5}  {'win rate (95% CI)':<20}{heads}"]
+    panel_head = f"  {'panel':>5}  {'win rate (95% CI)':<20}" if panel else ""
+    lines = [title, f"  {'model':<{width}}{panel_head}{heads}"]
     for model in table.models:
         rating = panel.get(model)
-        rank = "" if rating is None else str(rating.rank)
-        wr = rating.win_rate_vs_field if rating else None
-        rate = (
-            ""
-            if wr is None or wr.estimate is None
-            else f"{100 * wr.estimate:.0f}% ({100 * (wr.low or 0):.0f}-{100 * (wr.high or 0):.0f}%)"
-        )
+        panel_cells = ""
+        if panel:
+            wr = rating.win_rate_vs_field if rating else None
+            rate = (
+                ""
+                if wr is None or wr.estimate is None
+                else f"{100 * wr.estimate:.0f}% "
+                f"({100 * (wr.low or 0):.0f}-{100 * (wr.high or 0):.0f}%)"
+            )
+            panel_cells = f"  {'' if rating is None else rating.rank:>5}  {rate:<20}"
         ranks = "".join(f"{row.places.get(model, '-'):>5}" for row in table.rows)
-        lines.append(f"  {model:<{width}}  {rank:>5}  {rate:<20}{ranks}")
+        lines.append(f"  {model:<{width}}{panel_cells}{ranks}")
     return lines
