@@ -14,6 +14,7 @@ from pydantic import (
 
 from konkord.deployments import Deployment
 from konkord.errors import SuiteError
+from konkord.paths import file_problem
 from konkord.suite import SLUG, parse_located, slug_problem
 from konkord.yamlpos import Loc, describe_loc, load_json
 
@@ -235,6 +236,10 @@ def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) 
         seen[run.name] = index
         for loc, problem in run.problems():
             raise SuiteError(f"{runs.where(('runs', index, *loc))} {problem}")
+        for field, value in (("suite", Path(run.suite)), ("results", run.results_path)):
+            outside = file_problem(value, path.parent)
+            if outside is not None:
+                raise SuiteError(f"{runs.where(('runs', index, field))} {outside}")
     if check_suites:
         for index in range(len(runs.runs)):
             runs.check_suite_exists(index)

@@ -15,6 +15,7 @@ from konkord.calls import CallSettings
 from konkord.credentials import strip_url_credentials
 from konkord.deployments import Deployment, load_deployment_file
 from konkord.errors import KonkordError
+from konkord.paths import file_problem, require_inside
 from konkord.runs_config import (
     DEFAULT_RUNS_FILE,
     Cascade,
@@ -54,6 +55,7 @@ class RunSpec:
 def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
     """A RunSpec for a run listed in runs.json (relative suite paths are relative to `base`)."""
     gen = entry.generation
+    require_inside(RUNS_ROOT / entry.name, "the run folder", Path("."), is_file=False)
     suite_path = base / entry.suite
     return RunSpec(
         name=entry.name,
@@ -106,7 +108,11 @@ def write_manifest(spec: RunSpec) -> None:
 
 
 def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
-    """The run called `name`: from runs.json if listed there, else from its manifest."""
+    """The run called `name`: from runs.json if listed there, else from its manifest.
+
+    Every path it names, and the runs/ folder its evidence goes to, must resolve inside the
+    project folder (runs.json's paths are checked as runs.json loads)."""
+    require_inside(RUNS_ROOT / name, "the run folder", Path("."), is_file=False)
     if runs_file.exists():
         runs = load_runs(runs_file)
         for index, entry in enumerate(runs.runs):
@@ -143,4 +149,9 @@ def load_manifest(path: Path) -> RunEntry:
     entry: RunEntry = parse_located(path, located, RunEntry)
     for loc, problem in entry.problems():
         raise KonkordError(f"{path}:{located.line_of(loc)}: {loc[0]} {problem}")
+    for field_name, value in (("suite", Path(entry.suite)), ("results", entry.results_path)):
+        outside = file_problem(value, Path("."))
+        if outside is not None:
+            line = located.line_of((field_name,))
+            raise KonkordError(f"{path}:{line}: {field_name} {outside}")
     return entry

@@ -46,6 +46,19 @@ BAD_RUNS: dict[str, str] = {
     ),
     "runs_judge_is_model.json": '7: runs[0].judges[0] "sim/alpha" is also a ranked model',
     "runs_top_level_list.json": "1: expected a mapping of fields at the top level",
+    "runs_results_escape.json": (
+        '4: runs[0].results "../../etc/passwd" is outside the project folder; '
+        "use a path inside it"
+    ),
+    "runs_results_absolute.json": (
+        '7: runs[0].results "/etc/passwd" is outside the project folder; use a path inside it'
+    ),
+    "runs_suite_escape.json": (
+        '5: runs[0].suite "../../../../../../../etc/hostname" is outside the project folder; '
+        "use a path inside it"
+    ),
+    "runs_results_folder.json": '7: runs[0].results "ok" is a folder, expected a file',
+    "runs_deeply_nested.json": "1: values are nested too deeply",
 }
 
 

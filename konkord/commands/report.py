@@ -25,12 +25,15 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     versioned results file. Calls no model.
     """
     from konkord.errors import KonkordError
+    from konkord.paths import require_inside
     from konkord.results import read_results, write_results
     from konkord.runspec import resolve_run
     from konkord.stages.freshness import ReportOptions, results_current
     from konkord.stages.report_print import print_report
 
     spec = resolve_run(run_name)
+    if out is not None:
+        require_inside(out, "--out")
     options = ReportOptions(resamples=resamples, seed=seed, unit=resample)  # type: ignore[arg-type]
     path = out or spec.results_path
     # The results are a function of the evidence, suite and options (their digest is in the

@@ -226,8 +226,10 @@ def plan_run(
     from dataclasses import replace
 
     from konkord.llm import CallSettings
+    from konkord.paths import require_inside
     from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs
     from konkord.runspec import (
+        RUNS_ROOT,
         DamagedManifest,
         RunSpec,
         load_manifest,
@@ -273,6 +275,9 @@ def plan_run(
             raise _error(
                 f'run "{name}" is not in runs.json: give --suite PATH and --models A,B'
             )
+        require_inside(chosen_suite, "--suite", is_file=False)
+        require_inside(RUNS_ROOT / name, "the run folder", is_file=False)
+        require_inside(Path(f"results/{name}.json"), "the results file")
         spec = RunSpec(
             name=name,
             suite_path=chosen_suite,

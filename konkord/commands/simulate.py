@@ -138,6 +138,10 @@ def simulate(
             raise KonkordError(f"{name} {value:g} must be between 0 and 1")
     if n_tasks < 2 or runs < 1 or resamples < 10:
         raise KonkordError("--tasks must be at least 2, --runs at least 1, --resamples 10")
+    if sweep_runs > 0:
+        from konkord.paths import require_inside
+
+        require_inside(plot, "--plot")
     rates = _rates(win_rates)
     if rates is not None:
         strength = sim.strengths_from_win_rates(sorted(rates, reverse=True))

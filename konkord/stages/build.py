@@ -14,6 +14,7 @@ from pathlib import Path
 
 from konkord import buildstamp
 from konkord.errors import KonkordError
+from konkord.paths import require_inside
 from konkord.results import SCHEMA_VERSION, read_results
 from konkord.runs_config import RunEntry, RunsFile, load_runs
 from konkord.runspec import RUNS_ROOT, RunSpec, spec_from_entry
@@ -212,6 +213,9 @@ def build_site(
 
     Paths are relative to the working directory (the project root), as everywhere in konkord.
     """
+    require_inside(out, "--out", runs_file.parent, is_file=False)
+    if out.exists() and not out.is_dir():
+        raise KonkordError(f'--out "{out}" is a file, expected a folder for the site')
     report = progress or (lambda _line: None)
     previous = Manifest.load(out)
     loaded, notes = load_runs_checked(runs_file, previous, offline, report)

@@ -1,0 +1,185 @@
+"""Hostile files and paths: each gives one clear line (no traceback, no hang), nothing written.
+
+Cases that cannot live in tests/data/bad_inputs (FIFOs, devices, symlinks, sparse files,
+paths outside the project) are made here, in a scratch project, and given both to `validate`
+and to the stages that read them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from konkord.cli import cli
+
+BAD = Path(__file__).parent / "data" / "bad_inputs"
+GOOD_SUITE = (BAD / "ok" / "suite.yaml").read_text()
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    """`konkord ARGS` in-process: (exit code, what it printed to stderr)."""
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stderr
+
+
+def one_line_error(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def hostile(project: Path, kind: str) -> Path:
+    """A path of the given kind inside the project."""
+    path = project / f"{kind}.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "symlink-loop":
+        os.symlink(project / "other.yaml", path)
+        os.symlink(path, project / "other.yaml")
+    elif kind == "huge":
+        with open(path, "wb") as handle:
+            handle.truncate(101 * 1024 * 1024)  # sparse: no disk, but 101 MB to stat
+    elif kind == "device":
+        os.symlink("/dev/zero", path)
+    return path
+
+
+MESSAGES = {
+    "fifo": "is a named pipe (FIFO), expected a regular file",
+    "directory": "is a directory, expected a file",
+    "symlink-loop": "is a symlink loop, not a file",
+    "huge": "is larger than 100 MB, the limit for a suite or runs file",
+    "device": "is a device, expected a regular file",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MESSAGES))
+def test_a_hostile_suite_gives_one_line_to_run(project: Path, kind: str) -> None:
+    path = hostile(project, kind)
+    before = sorted(p.name for p in project.iterdir())
+    code, stderr = run_cli("run", "--suite", path.name, "--models", "sim/a,sim/b")
+    assert code == 2
+    if kind == "device":  # a symlink to /dev/zero leaves the project before it is a device
+        assert one_line_error(stderr) == (
+            'error: --suite "device.yaml" is outside the project folder (through a symlink: it '
+            "resolves to /dev/zero); use a path inside it"
+        )
+    else:
+        assert one_line_error(stderr) == f"error: {path.name}: {MESSAGES[kind]}"
+    assert sorted(p.name for p in project.iterdir()) == before
+
+
+@pytest.mark.parametrize("kind", sorted(MESSAGES))
+def test_validate_gives_one_line_for_a_hostile_file_without_hanging(
+    project: Path, kind: str
+) -> None:
+    path = hostile(project, kind)
+    # validate reads a folder as a folder of suites
+    message = MESSAGES[kind] if kind != "directory" else "a folder with no suite files (.yaml) in it"
+    done = subprocess.run(
+        [sys.executable, "-m", "konkord.cli", "validate", path.name],
+        cwd=project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert one_line_error(done.stderr).endswith(message)
+
+
+def test_a_hostile_runs_json_stops_every_stage(project: Path) -> None:
+    os.mkfifo(project / "runs.json")
+    for args in (["run", "--run", "demo"], ["judge", "--run", "demo"], ["report", "--run", "demo"],
+                 ["check", "--run", "demo"], ["build", "--offline"]):
+        code, stderr = run_cli(*args)
+        assert code == 2, args
+        assert one_line_error(stderr) == (
+            "error: runs.json: is a named pipe (FIFO), expected a regular file"
+        ), args
+
+
+def write_runs(project: Path, **fields: str) -> None:
+    (project / "suites").mkdir(exist_ok=True)
+    (project / "suites" / "ok.yaml").write_text(GOOD_SUITE)
+    run = {"name": "demo", "suite": "suites/ok.yaml", "models": ["sim/a", "sim/b"], **fields}
+    (project / "runs.json").write_text(json.dumps({"runs": [run]}, indent=2) + "\n")
+
+
+def test_a_results_symlink_out_of_the_project_is_refused(project: Path, tmp_path_factory:
+                                                         pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "victim.json"
+    outside.write_text("precious")
+    (project / "results").mkdir()
+    os.symlink(outside, project / "results" / "demo.json")
+    write_runs(project)
+    code, stderr = run_cli("validate", "runs.json")
+    assert code == 2
+    line = one_line_error(stderr)
+    assert line.startswith('error: runs.json:3: runs[0].results "results/demo.json" is outside '
+                           "the project folder (through a symlink: it resolves to ")
+    for args in (["report", "--run", "demo"], ["run", "--run", "demo"], ["build", "--offline"]):
+        code, stderr = run_cli(*args)
+        assert code == 2 and one_line_error(stderr) == line, args
+    assert outside.read_text() == "precious"
+
+
+def test_a_runs_folder_symlinked_out_of_the_project_is_refused(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    os.symlink(outside, project / "runs")
+    write_runs(project)
+    code, stderr = run_cli("run", "--run", "demo")
+    assert code == 2
+    assert one_line_error(stderr).startswith(
+        'error: the run folder "runs/demo" is outside the project folder (through a symlink'
+    )
+    assert list(outside.iterdir()) == []
+
+
+def test_paths_given_on_the_command_line_stay_inside(project: Path) -> None:
+    write_runs(project)
+    shutil.copy(project / "suites" / "ok.yaml", project.parent / "elsewhere.yaml")
+    code, stderr = run_cli("run", "--suite", "../elsewhere.yaml", "--models", "sim/a,sim/b",
+                           "--run", "away")
+    assert code == 2
+    assert one_line_error(stderr) == (
+        'error: --suite "../elsewhere.yaml" is outside the project folder; use a path inside it'
+    )
+    code, stderr = run_cli("report", "--run", "demo", "--out", "/tmp/konkord-report.json")
+    assert code == 2
+    assert one_line_error(stderr) == (
+        'error: --out "/tmp/konkord-report.json" is outside the project folder; '
+        "use a path inside it"
+    )
+    code, stderr = run_cli("build", "--offline", "--out", "../site")
+    assert code == 2
+    assert one_line_error(stderr) == (
+        'error: --out "../site" is outside the project folder; use a path inside it'
+    )
+    code, stderr = run_cli("build", "--offline", "--out", ".")
+    assert code == 2
+    assert one_line_error(stderr) == (
+        'error: --out "." is the project folder itself, not a path inside it'
+    )
+    assert not (project.parent / "site").exists()
+
+
+def test_a_manifest_naming_a_suite_outside_is_refused(project: Path) -> None:
+    (project / "runs" / "away").mkdir(parents=True)
+    manifest = {"name": "away", "suite": "/etc/hostname", "models": ["sim/a", "sim/b"]}
+    (project / "runs" / "away" / "run.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    code, stderr = run_cli("report", "--run", "away")
+    assert code == 2
+    assert one_line_error(stderr) == (
+        'error: runs/away/run.json:3: suite "/etc/hostname" is outside the project folder; '
+        "use a path inside it"
+    )
