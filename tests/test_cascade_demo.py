@@ -4,6 +4,7 @@ committed evidence (plain loops over the JSON lines, none of Konkord's cascade c
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ def test_selective_table_recomputed_by_hand_from_the_evidence(
 
 
 def test_site_marks_who_decided_and_never_shows_the_lean_as_a_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     from bs4 import BeautifulSoup
     from click.testing import CliRunner
@@ -149,7 +150,9 @@ def test_site_marks_who_decided_and_never_shows_the_lean_as_a_verdict(
     from konkord.cli import cli
 
     monkeypatch.chdir(REPO)
-    out = tmp_path / "site"
+    # --out must stay inside the project: a scratch folder under the ignored public/
+    out = REPO / "public" / f"test-{tmp_path.name}"
+    request.addfinalizer(lambda: shutil.rmtree(out, ignore_errors=True))
     result = CliRunner().invoke(cli, ["build", "--offline", "--out", str(out)])
     assert result.exit_code == 0, result.output
     page = BeautifulSoup((out / RUN / "calibration" / "index.html").read_text(), "html.parser")

@@ -7,6 +7,7 @@ import ast
 import asyncio
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -172,13 +173,14 @@ def sim_run(project: Path) -> str:
         "runs": [
             {
                 "name": "demo",
-                "suite": str(CODEGEN),
+                "suite": "codegen.yaml",
                 "models": [STRONG, "sim/mid:strength=0,task_effect=0", WEAK],
                 "judges": ["sim-judge/fair"],
             }
         ]
     }
     (project / "runs.json").write_text(json.dumps(runs))
+    shutil.copy(CODEGEN, project / "codegen.yaml")  # a suite must be inside the project
     sim.tasks._REGISTRY.clear()  # the references must be found through runs.json
     spec = resolve_run("demo")
     summary = asyncio.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def _make_run(project: Path) -> RunSpec:
         "runs": [
             {
                 "name": "support-demo",
-                "suite": str(SUPPORT),
+                "suite": "suite.yaml",
                 "models": MODELS,
                 "judges": ["sim-judge/fair"],
                 "label_plan": {
@@ -40,6 +41,7 @@ def _make_run(project: Path) -> RunSpec:
         ]
     }
     (project / "runs.json").write_text(json.dumps(runs))
+    shutil.copy(SUPPORT, project / "suite.yaml")  # a suite must be inside the project
     spec = resolve_run("support-demo")
     log = EvidenceLog(spec.run_dir)
     summary = asyncio.run(
