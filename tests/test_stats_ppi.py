@@ -195,3 +195,37 @@ def test_with_an_unbiased_judge_the_anchored_and_judge_only_rankings_agree() -> 
                 if j[hi] > j[lo]:
                     assert not diffs.upper[hi, lo] < 0, "a significant reversal"
     assert inside / total >= 0.9
+
+
+def test_the_effective_matrix_fit_minimises_the_ppi_loss_itself() -> None:
+    """A second implementation: scipy minimises the prediction-powered loss written out term by
+    term (judge loss on all pairs, plus weighted people-minus-judge loss on labelled ones)."""
+    from scipy.optimize import minimize
+
+    field = simulate_biased_judge_field(4, 30, 60, bias=0.8, seed=11)
+    rng = np.random.default_rng(0)
+    pi = rng.uniform(0.1, 0.6, size=60)  # unequal inclusion probabilities
+    sample = rng.choice(field.judge_score.size, size=60, replace=False)
+    person = (rng.random(60) < 0.7).astype(float)
+    t, i, j, s = field.judge_task, field.judge_i, field.judge_j, field.judge_score
+    data = anchored_data((t, i, j, s), (t[sample], i[sample], j[sample], person), s[sample],
+                         pi, 4, 30)
+    lam = 0.6
+
+    def log_loss(beta: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarray) -> np.ndarray:
+        d = beta[a] - beta[b]
+        return -(y * d) + np.logaddexp(0.0, d)
+
+    def loss(free: np.ndarray) -> float:
+        beta = np.concatenate([[0.0], free])
+        total = lam * log_loss(beta, i, j, s).sum()
+        total += (
+            (log_loss(beta, i[sample], j[sample], person)
+             - lam * log_loss(beta, i[sample], j[sample], s[sample])) / pi
+        ).sum()
+        return float(total)
+
+    reference = minimize(loss, np.zeros(3), method="BFGS", options={"gtol": 1e-10}).x
+    reference = np.concatenate([[0.0], reference])
+    beta = anchored_bootstrap(data, lam=lam, n_resamples=10, prior=0.0).bootstrap.point.log_strength
+    np.testing.assert_allclose(beta - beta[0], reference, atol=1e-5)
