@@ -163,10 +163,18 @@ class RunEntry(BaseModel):
             return [(("cascade",), "needs a strong judge: list one in \"judges\"")]
         if strong not in self.judges:
             return [(("cascade", "strong"), f'"{strong}" is not one of this run\'s judges')]
-        if cascade.first_pass in self.models:
-            return [(("cascade", "first_pass"), f'"{cascade.first_pass}" is also a ranked model')]
         if cascade.first_pass == strong:
             return [(("cascade", "first_pass"), "is the strong judge itself")]
+        if cascade.first_pass in self.models:
+            return [(("cascade", "first_pass"), f'"{cascade.first_pass}" is also a ranked model')]
+        if cascade.first_pass in self.judges:
+            return [
+                (
+                    ("cascade", "first_pass"),
+                    f'"{cascade.first_pass}" is also listed in "judges"; a first pass judges for '
+                    "the cascade only (remove it from judges)",
+                )
+            ]
         return []
 
     @property

@@ -321,3 +321,64 @@ def test_verdict_token_probabilities_are_read_and_renormalised() -> None:
     with pytest.raises(ValueError, match="samples:N"):
         parse_confidence("samples:1")
     assert np.isclose(sum(probs.values()), 1.0)
+
+
+@pytest.mark.parametrize(
+    ("cascade", "message"),
+    [
+        ({"first_pass": CHEAP, "accept_at": 0.3}, "runs[0].cascade.accept_at must be at least 0.5"),
+        (
+            {"first_pass": CHEAP, "confidence": "votes"},
+            'runs[0].cascade.confidence "votes" is not a confidence source',
+        ),
+        (
+            {"first_pass": MODELS[0]},
+            f'runs[0].cascade.first_pass "{MODELS[0]}" is also a ranked model',
+        ),
+        ({"first_pass": STRONG}, "runs[0].cascade.first_pass is the strong judge itself"),
+        (
+            {"first_pass": CHEAP, "strong": "openai/other"},
+            'runs[0].cascade.strong "openai/other" is not one of this run\'s judges',
+        ),
+        ({"first_pass": CHEAP, "accept_at": 0.8, "treshold": 1}, "runs[0].cascade.treshold"),
+    ],
+)
+def test_a_bad_cascade_in_runs_json_names_its_line_and_field(
+    tmp_path: Path, cascade: dict[str, Any], message: str
+) -> None:
+    from konkord.runs_config import load_runs
+
+    run = {
+        "name": "demo",
+        "suite": "s.yaml",
+        "models": MODELS,
+        "judges": [STRONG],
+        "cascade": cascade,
+    }
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"runs": [run]}, indent=2))
+    with pytest.raises(KonkordError) as caught:
+        load_runs(path)
+    text = str(caught.value)
+    assert text.startswith(f"{path}:") and message in text, text
+    line = int(text[len(str(path)) + 1 :].split(":", 1)[0])
+    field = message.split(" ")[0].rsplit(".", 1)[1]
+    assert f'"{field}"' in path.read_text().splitlines()[line - 1]
+
+
+def test_a_first_pass_listed_as_a_judge_is_refused(tmp_path: Path) -> None:
+    from konkord.runs_config import load_runs
+
+    run = {
+        "name": "demo",
+        "suite": "s.yaml",
+        "models": MODELS,
+        "judges": [STRONG, CHEAP],
+        "cascade": {"first_pass": CHEAP},
+    }
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"runs": [run]}, indent=2))
+    with pytest.raises(
+        KonkordError, match=r'cascade.first_pass "openai/cheap-judge" is also listed in "judges"'
+    ):
+        load_runs(path)

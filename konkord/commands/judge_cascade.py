@@ -39,6 +39,12 @@ def cascade_plan(
     strong = judges or spec.judges[:1]
     if len(strong) != 1:
         raise KonkordError("--first-pass needs exactly one strong judge: give --judge STRONG")
+    if first_pass in spec.judges or first_pass in spec.models:
+        role = "judges" if first_pass in spec.judges else "models"
+        raise KonkordError(
+            f'--first-pass "{first_pass}" is one of the run\'s {role}; a first pass must be '
+            "another model, judging for the cascade only"
+        )
     default = spec.cascade.accept_at if spec.cascade else 0.8
     plan = CascadePlan(first_pass, strong[0], accept_at or default, confidence or "logprobs")
     if not spec.in_runs_file:

@@ -48,6 +48,14 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         else "UNCALIBRATED: no human labels, so nobody has checked this judge"
     )
     console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
+    if block.cascade is not None:
+        k = block.cascade
+        console.print(
+            f"  cascade: first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
+            f"pairs at {k.accept_at:g}, this judge {k.decided_strong}"
+            + (f", {k.pending} pending" if k.pending else "")
+            + "; `konkord calibrate` shows what it is worth"
+        )
     table = Table(show_edge=False, pad_edge=False, box=None)
     for column in ("rank", "model", "rating", "win rate vs field [95%]", "cost"):
         table.add_column(column, justify="right" if column != "model" else "left")
