@@ -243,3 +243,21 @@ def test_a_changed_second_answer_drops_its_verdicts_in_report_and_calibrate(
         ]
         == 1
     )
+
+
+def test_method_sentences_are_written_from_what_ran(project: Path) -> None:
+    unanimous_run(project, 6)
+    spec = resolve_run("r")
+    task = build_results(spec, FAST).judge_blocks[0]
+    judged = build_results(spec, ReportOptions(resamples=150, seed=2, unit="judgments"))
+    single = judged.judge_blocks[0]
+    assert "200 bootstrap resamples of tasks (seed 1), expanded BCa" in task.methods[0]
+    assert "150 bootstrap resamples of single judgments (seed 2)" in single.methods[0]
+    assert f"of {task.bootstrap.fits} resample and jackknife fits converged" in task.methods[2]
+    assert "uncalibrated" in task.methods[-1]
+    assert "200 task resamples" in task.captions["heatmap"]
+    assert "150 judgment resamples" in single.captions["heatmap"]
+    assert "worst = 3 - the number" in task.captions["rank"]
+    # the site's prose holds no method sentence of its own
+    prose = (Path(__file__).resolve().parents[1] / "content" / "methodology.md").read_text()
+    assert "percentile" not in prose and "rank group" not in prose

@@ -32,7 +32,8 @@ def captions(block: R.JudgeBlock, n_tasks: int) -> dict[str, str]:
             f"{n} - the number it places below it. A model is placed above "
             f"another when the {LEVEL}% {boot.method} interval of their difference excludes 0 "
             f"and an exact sign test over the {n_tasks} tasks agrees "
-            f"(p <= {1 - LEVEL / 100:.2f}). Rows sharing a shade have the same range."
+            f"(p <= {1 - LEVEL / 100:.2f}). Neighbouring rows share a shade when their ranges "
+            "are the same."
         ),
         "forest": (
             "Expected win rate against the field: the chance of beating a randomly chosen other "
@@ -97,7 +98,8 @@ def method_sentences(block: R.JudgeBlock, n_tasks: int) -> list[str]:
     out.append(
         f"An ordering is claimed when the {LEVEL}% interval of the difference in log-strength "
         f"excludes 0 and an exact two-sided sign test over the tasks, of which model scored "
-        f"higher on each, gives p <= {1 - LEVEL / 100:.2f} (so at least 6 tasks, all one way). "
+        f"higher on each, gives p <= {1 - LEVEL / 100:.2f} (which needs at least 6 tasks even when all go "
+        "one way). "
         "Where two such orderings would imply a third that is not supported (a above c, c above "
         "b, but not a above b), both are withdrawn, so the claims form one consistent order. "
         "Each model's rank range runs from 1 + the models placed above it to N - the models "
