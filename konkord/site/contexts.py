@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from konkord.results import Calibration, JudgeBlock, Results
+from konkord.results import JudgeBlock, Results
 from konkord.site.anchored_svg import anchored_plot
 from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
@@ -113,15 +113,15 @@ def methodology_context(results: Results, content: Mapping[str, ContentFile]) ->
 
 
 def calibration_context(results: Results) -> dict[str, Any]:
+    from konkord.site.calibration_page import calibration_sections
+
     sections = judge_sections(results)
+    headline = calibration_sections(results, sections)
     for section in sections:
-        calibration: Calibration = section["block"].calibration
-        section["calibration"] = calibration
-        section["objective"] = calibration.objective
         cascade = section["block"].cascade
         section["cascade_plot"] = (
             selective_plot(cascade.selective, cascade.accept_at, "Cascade: share decided and agreement")
             if cascade is not None and cascade.labels
             else None
         )
-    return {"sections": sections}
+    return {"sections": sections, "headline": headline}

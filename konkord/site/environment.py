@@ -21,6 +21,7 @@ from konkord.site.formatting import (
     fmt_pct,
     fmt_proportion,
     fmt_proportion_plain,
+    fmt_rate,
     fmt_seconds,
     winner_text,
 )
@@ -90,6 +91,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         pct=fmt_pct,
         interval=fmt_interval,
         proportion=fmt_proportion,
+        rate=fmt_rate,
         proportion_plain=fmt_proportion_plain,
         kappa=fmt_kappa,
         money=fmt_money,

@@ -20,14 +20,24 @@ def fmt_pct(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{100 * value:.{digits}f}%"
 
 
+def justified_digits(low: float | None, high: float | None, percent: bool = True) -> int:
+    """Decimals an interval justifies: none when it spans 2 points or more (72.4% with an
+    interval of 64% to 81% claims a precision the data does not have), one, or at most two."""
+    if low is None or high is None:
+        return 1
+    width = (high - low) * (100 if percent else 1)
+    return 0 if width >= 2 else 1 if width >= 0.2 else 2
+
+
 def fmt_interval(value: Interval | None, percent: bool = True) -> str:
     if value is None or value.estimate is None:
         return "undefined"
+    digits = justified_digits(value.low, value.high, percent)
 
     def one(x: float | None) -> str:
         if x is None:
             return "?"
-        return fmt_pct(x) if percent else f"{x:.2f}"
+        return fmt_pct(x, digits) if percent else f"{x:.{digits}f}"
 
     if value.low is None or value.high is None:
         return one(value.estimate)
@@ -37,10 +47,29 @@ def fmt_interval(value: Interval | None, percent: bool = True) -> str:
 def fmt_proportion(value: Proportion | None) -> str:
     if value is None or value.rate is None or value.n == 0:
         return "undefined (no items)" if value is None or value.n == 0 else "undefined"
+    return fmt_rate(value.rate, value.low, value.high, value.k, value.n)
+
+
+def fmt_rate(
+    rate: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    k: int | None = None,
+    n: int | None = None,
+    compact: bool = False,
+) -> str:
+    """A rate with its 95% interval and count, at the precision the interval justifies;
+    `compact` writes the interval as 73–99% for dense tables."""
+    if rate is None:
+        return "undefined"
+    digits = justified_digits(low, high)
     span = ""
-    if value.low is not None and value.high is not None:
-        span = f" ({fmt_pct(value.low)} to {fmt_pct(value.high)})"
-    return f"{fmt_pct(value.rate)}{span}, {value.k} of {value.n}"
+    if low is not None and high is not None and compact:
+        span = f" ({100 * low:.{digits}f}–{fmt_pct(high, digits)})"
+    elif low is not None and high is not None:
+        span = f" ({fmt_pct(low, digits)} to {fmt_pct(high, digits)})"
+    count = f", {k} of {n}" if k is not None and n is not None else ""
+    return f"{fmt_pct(rate, digits)}{span}{count}"
 
 
 def fmt_proportion_plain(value: Proportion | None) -> str:
