@@ -31,7 +31,7 @@ def summary_lines(
         "(should be near 95%)",
         f"runs claiming an ordering the truth contradicts: {outlook.wrong_claims:.1%}",
         "",
-        f"{'model':<8} {'true win rate':>14} {'interval covers':>16} {'alone in group':>15}",
+        f"{'model':<8} {'true win rate':>14} {'interval covers':>16} {'stands apart':>15}",
     ]
     for k in truth.order:
         lines.append(
@@ -56,7 +56,11 @@ def summary_lines(
         "(head-to-head: as the judge sees it; separated: runs whose 95% interval of the "
         "difference orders the pair rightly)"
     )
-    lines += ["", f"rank groups: {outlook.groups_mean:.1f} on average; most often:"]
+    lines += [
+        "",
+        f"distinct rank ranges: {outlook.groups_mean:.1f} on average (neighbours with the same "
+        "range taken together); most often:",
+    ]
     for groups, share in outlook.common_patterns(1):
         lines.append(f"  {describe_groups(groups, names)} ({share:.0%} of runs)")
     if gap is not None:
