@@ -68,3 +68,22 @@ def require_inside(path: Path, what: str, project: Path = Path("."),
     if problem is not None:
         raise PathError(f"{what} {problem}")
     return path
+
+
+def require_folder_inside(folder: Path, what: str, project: Path = Path(".")) -> None:
+    """`folder` and every symlink under it stay inside the project (else one PathError line).
+
+    Konkord writes files under the run folder and the site folder; a symlink planted there
+    (runs/demo/answers.jsonl -> /etc/passwd) would send a write out of the project."""
+    require_inside(folder, what, project, is_file=False)
+    pending = [project / folder] if (project / folder).is_dir() else []
+    while pending:  # scandir's entries know whether they are symlinks without a stat each
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                if entry.is_symlink():
+                    inner = Path(entry.path).relative_to(project)
+                    problem = outside_problem(inner, project)
+                    if problem is not None:
+                        raise PathError(f"{what} holds a symlink: {problem}")
+                elif entry.is_dir():
+                    pending.append(Path(entry.path))

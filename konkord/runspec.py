@@ -15,7 +15,7 @@ from konkord.calls import CallSettings
 from konkord.credentials import strip_url_credentials
 from konkord.deployments import Deployment, load_deployment_file
 from konkord.errors import KonkordError
-from konkord.paths import file_problem, require_inside
+from konkord.paths import file_problem, require_folder_inside
 from konkord.runs_config import (
     DEFAULT_RUNS_FILE,
     Cascade,
@@ -55,7 +55,7 @@ class RunSpec:
 def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
     """A RunSpec for a run listed in runs.json (relative suite paths are relative to `base`)."""
     gen = entry.generation
-    require_inside(RUNS_ROOT / entry.name, "the run folder", Path("."), is_file=False)
+    require_folder_inside(RUNS_ROOT / entry.name, "the run folder")
     suite_path = base / entry.suite
     return RunSpec(
         name=entry.name,
@@ -112,7 +112,7 @@ def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
 
     Every path it names, and the runs/ folder its evidence goes to, must resolve inside the
     project folder (runs.json's paths are checked as runs.json loads)."""
-    require_inside(RUNS_ROOT / name, "the run folder", Path("."), is_file=False)
+    require_folder_inside(RUNS_ROOT / name, "the run folder")
     if runs_file.exists():
         runs = load_runs(runs_file)
         for index, entry in enumerate(runs.runs):

@@ -183,3 +183,28 @@ def test_a_manifest_naming_a_suite_outside_is_refused(project: Path) -> None:
         'error: runs/away/run.json:3: suite "/etc/hostname" is outside the project folder; '
         "use a path inside it"
     )
+
+
+def test_a_symlink_planted_in_the_run_or_site_folder_is_refused(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "victim.txt"
+    outside.write_text("precious")
+    write_runs(project)
+    (project / "runs" / "demo").mkdir(parents=True)
+    os.symlink(outside, project / "runs" / "demo" / "answers.jsonl")
+    code, stderr = run_cli("run", "--run", "demo")
+    assert code == 2
+    assert one_line_error(stderr).startswith(
+        'error: the run folder holds a symlink: "runs/demo/answers.jsonl" is outside the '
+        "project folder (through a symlink"
+    )
+    (project / "runs" / "demo" / "answers.jsonl").unlink()
+    (project / "public" / "demo").mkdir(parents=True)
+    os.symlink(outside.parent, project / "public" / "demo" / "tasks")
+    code, stderr = run_cli("build", "--offline")
+    assert code == 2
+    assert one_line_error(stderr).startswith(
+        'error: --out holds a symlink: "public/demo/tasks" is outside the project folder'
+    )
+    assert outside.read_text() == "precious"
