@@ -38,8 +38,9 @@ from konkord.batch_format import (
     route_for,
     safe_base,
 )
-from konkord.calls import CallResult, CallSettings, Message
+from konkord.calls import CallResult, CallSettings, Message, ResponseCache
 from konkord.credentials import secret_values
+from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record, now_iso
 from konkord.llm import ModelClient, env_float, load_litellm
 
@@ -82,6 +83,36 @@ class _Spool:
             self.handle = None
 
 
+class _Tally:
+    """What a collected batch gave: failures, cost, and the replies to cache (in bulk)."""
+
+    def __init__(self, cache: ResponseCache | None) -> None:
+        self.cache = cache
+        self.seen: set[str] = set()
+        self.failed = 0
+        self.cost: float | None = 0.0
+        self._pending: list[tuple[str, CallResult]] = []
+
+    def add(self, request: _Request, result: CallResult) -> CallResult:
+        self.seen.add(request.key)
+        result.attempts = request.attempts + 1
+        if not result.ok:
+            self.failed += 1
+            return result
+        if self.cost is not None:
+            self.cost = None if result.cost_usd is None else self.cost + result.cost_usd
+        if self.cache is not None:
+            self._pending.append((request.key, result))
+            if len(self._pending) >= 2000:
+                self.flush()
+        return result
+
+    def flush(self) -> None:
+        if self.cache is not None and self._pending:
+            self.cache.put_many(self._pending)
+        self._pending = []
+
+
 @dataclass
 class BatchClient(ModelClient):
     """A ModelClient whose calls go through the provider's batch API (see the module doc)."""
@@ -121,6 +152,8 @@ class BatchClient(ModelClient):
         cache = self._response_cache()
         if use_cache and cache is not None and (hit := cache.get(key)) is not None:
             return hit
+        if settings.top_logprobs:
+            raise KonkordError("--batch: log-probabilities are not read from batches; run live")
         hold = await self.budget.reserve(model, messages, settings) if self.budget else None
         waiting = self._waiting.get(key)
         future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
@@ -128,6 +161,9 @@ class BatchClient(ModelClient):
             waiting.futures.append(future)
         else:
             self._enqueue(key, model, messages, settings, future)
+        # The request is on disk now; holding its text until the reply comes would keep a whole
+        # run's prompts in memory.
+        del messages
         try:
             result = await future
         except BaseException:
@@ -205,6 +241,7 @@ class BatchClient(ModelClient):
         try:
             batch_id = await self._upload_and_create(spool)
             await self._poll_and_collect(batch_id, spool.route, spool.requests)
+            spool.path.unlink(missing_ok=True)  # retried lines were copied to a new spool
         except BaseException as exc:
             for request in spool.requests.values():
                 self._waiting.pop(request.key, None)
@@ -286,7 +323,14 @@ class BatchClient(ModelClient):
         while True:
             batch = await self._retrying(
                 f"read the status of batch {batch_id}",
-                lambda: litellm.aretrieve_batch(batch_id=batch_id, timeout=self.timeout_s, **creds),
+                lambda: litellm.aretrieve_batch(
+                    batch_id=batch_id,
+                    timeout=self.timeout_s,
+                    # litellm's own logging would download and price the whole output file on
+                    # completion (seconds per 10,000 lines, all in memory); Konkord reads it once.
+                    litellm_metadata={"batch_ignore_default_logging": True},
+                    **creds,
+                ),
             )
             status = str(batch.status)
             if status != last:
@@ -296,32 +340,28 @@ class BatchClient(ModelClient):
                 break
             await asyncio.sleep(self.poll_s)
         started = time.perf_counter()
-        seen: dict[str, CallResult] = {}
+        tally = _Tally(self._response_cache())
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 async for entry in self._lines(str(file_id), creds):
                     custom_id = entry.get("custom_id")
-                    if isinstance(custom_id, str) and custom_id in requests:
-                        seen[custom_id] = self._result_of(entry, requests[custom_id])
-        cost: float | None = 0.0
-        failed = 0
-        cache = self._response_cache()
-        for key, request in requests.items():
-            result = seen.get(key)
-            if result is None:
-                result = CallResult(
+                    if (
+                        isinstance(custom_id, str)
+                        and custom_id in requests
+                        and custom_id not in tally.seen
+                    ):
+                        request = requests[custom_id]
+                        self._deliver(request, tally.add(request, self._result_of(entry, request)))
+        for key, request in list(requests.items()):
+            if key not in tally.seen:
+                missing = CallResult(
                     text=None,
                     error=f"batch {batch_id} ended {status} without this request",
                     error_kind="transient",
                 )
-            result.attempts = request.attempts + 1
-            if not result.ok:
-                failed += 1
-            elif cache is not None:
-                cache.put(key, result)
-            if result.ok:
-                cost = None if cost is None or result.cost_usd is None else cost + result.cost_usd
-            self._deliver(request, result)
+                self._deliver(request, tally.add(request, missing))
+        tally.flush()
+        failed, cost = tally.failed, tally.cost
         self._record(
             {
                 "batch_id": batch_id,

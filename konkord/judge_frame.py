@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from konkord.suite import Suite, Task, fold_lookalikes
@@ -57,7 +58,14 @@ RETRY_REMINDER = (
 
 def compose_system_prompt(suite: Suite) -> str:
     """The system prompt for every judge call of a suite: the frame with the rubric inserted."""
-    return _FRAME.format(rubric=suite.rubric.strip())
+    return _system_prompt(suite.rubric.strip())
+
+
+@lru_cache(maxsize=64)
+def _system_prompt(rubric: str) -> str:
+    # One string shared by every call of a run, not a copy per call: a batch of 100,000 calls
+    # holds them all at once.
+    return _FRAME.format(rubric=rubric)
 
 
 def frame_hash(system_prompt: str) -> str:

@@ -185,6 +185,7 @@ class ModelClient:
     deployments: Deployments | None = None  # models served by several deployments (Router)
     budget: Budget | None = None  # --max-cost: refuses calls that could pass the cap
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
+    _settings_fields: dict[CallSettings, dict[str, Any]] = field(default_factory=dict, init=False)
     _known_models: dict[str, bool] = field(default_factory=dict, init=False)
     _cache: ResponseCache | None = field(default=None, init=False)
     _secrets: list[tuple[str, str]] | None = field(default=None, init=False)
@@ -196,11 +197,13 @@ class ModelClient:
 
     def cache_key(self, model: str, messages: list[Message], settings: CallSettings) -> str:
         """A hash of everything that changes the response: model, messages, every setting."""
-        fields = asdict(settings)
-        if fields["top_logprobs"] is None:
-            del fields["top_logprobs"]  # keys made before log-probabilities existed stay valid
-        if settings.api_base:  # credentials change who pays, not the reply
-            fields["api_base"] = strip_url_credentials(settings.api_base)
+        fields = self._settings_fields.get(settings)
+        if fields is None:  # asdict is slow, and a run asks with one or two settings
+            fields = self._settings_fields[settings] = asdict(settings)
+            if fields["top_logprobs"] is None:
+                del fields["top_logprobs"]  # keys made before log-probabilities existed stay valid
+            if settings.api_base:  # credentials change who pays, not the reply
+                fields["api_base"] = strip_url_credentials(settings.api_base)
         blob = json.dumps({"model": model, "messages": messages, "settings": fields}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -104,7 +104,11 @@ async def ask_judge(
         "answer_b_sha": answer_sha(item.answer_b),
         "message_sha": message_sha(messages[1]["content"]),
     }
-    first = await client.complete(item.judge, messages, settings, use_cache)
+    # Not kept while waiting (a retry builds them again): a batch of 100,000 calls waiting for
+    # replies would otherwise hold every prompt in memory.
+    asking = client.complete(item.judge, messages, settings, use_cache)
+    del messages
+    first = await asking
     calls = [first]
     final = first
     if (
@@ -113,7 +117,7 @@ async def ask_judge(
         and parse_verdict(first.text).reason == "no_verdict_line"
     ):
         retry_messages = [
-            *messages,
+            *judge_messages(spec, item),
             {"role": "assistant", "content": first.text or ""},
             {"role": "user", "content": RETRY_REMINDER},
         ]
