@@ -115,6 +115,8 @@ def test_a_model_with_no_comparisons_gets_no_interval(project: Path) -> None:
     assert silent.win_rate_vs_field.estimate is None and silent.win_rate_vs_field.low is None
     assert silent.rank_best is None and block.ratings[-1].model == "m/c"
     assert [r.rank_worst for r in block.ratings[:2]] == [2, 2]
+    assert all("m/c" not in (p.model_i, p.model_j) for p in block.pairwise)
+    assert block.p_above_matrix[2] == [None, None, None]
 
 
 def test_disconnected_resamples_are_counted_and_fits_reported(project: Path) -> None:

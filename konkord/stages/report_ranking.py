@@ -126,6 +126,8 @@ def judge_block(
     pairwise = []
     for pos, a in enumerate(order):
         for b in order[pos + 1 :]:
+            if not (has_comparisons[a] and has_comparisons[b]):
+                continue  # a model without comparisons has no difference to anyone
             pairwise.append(
                 R.PairComparison(
                     model_i=models[a],
@@ -142,7 +144,13 @@ def judge_block(
                 )
             )
     matrix: list[list[float | None]] = [
-        [None if a == b else float(diffs.prob_above[a, b]) for b in order] for a in order
+        [
+            None
+            if a == b or not (has_comparisons[a] and has_comparisons[b])
+            else float(diffs.prob_above[a, b])
+            for b in order
+        ]
+        for a in order
     ]
     # describe_claims writes one sentence per model that is above any other, in rank order;
     # the same grouping here names the models of each sentence without parsing it.
