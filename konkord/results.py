@@ -319,7 +319,10 @@ class SelectiveRow(Strict):
     threshold: float
     decided: Proportion = Field(description="Pairs the first pass decides, of all it judged.")
     agreement: Proportion = Field(description="Labels agreeing with it on the decided pairs.")
-    one_order_decided: Proportion = Field(description="The same rule on order ab alone.")
+    one_order_decided: Proportion = Field(
+        description="The same rule on each order alone (no check that the orders agree), both "
+        "orders pooled: of twice the pairs."
+    )
     one_order_agreement: Proportion
     lean_right: Proportion = Field(
         description="Escalated labelled pairs where the averaged lean matched the label "

@@ -382,3 +382,20 @@ def test_a_first_pass_listed_as_a_judge_is_refused(tmp_path: Path) -> None:
         KonkordError, match=r'cascade.first_pass "openai/cheap-judge" is also listed in "judges"'
     ):
         load_runs(path)
+
+
+def test_the_same_family_rule_holds_for_the_first_pass_too(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    write_project(project, openai_server.url)
+    runs = json.loads((project / "runs.json").read_text())
+    runs["runs"][0]["models"] = ["openai/gpt-4o", "anthropic/claude-3-5-haiku"]
+    runs["runs"][0]["judges"] = ["gemini/gemini-1.5-pro"]
+    runs["runs"][0]["cascade"] = {"first_pass": "openai/gpt-4o-mini"}
+    (project / "runs.json").write_text(json.dumps(runs))
+    spec = resolve_run("demo")
+    with pytest.raises(
+        KonkordError, match=r'judge "openai/gpt-4o-mini" and ranked model "openai/gpt-4o"'
+    ):
+        cascade(spec)
+    assert openai_server.requests == []  # refused before any call

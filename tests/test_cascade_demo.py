@@ -93,26 +93,30 @@ def test_selective_table_recomputed_by_hand_from_the_evidence(
     for row in table:
         t = row.threshold
         decided = sum(decide(key, t)[0] for key in pairs)
-        single = sum(pairs[key]["ab"][1][pairs[key]["ab"][0]] >= t - 1e-9 for key in pairs)
+        single = sum(
+            pairs[key][o][1][pairs[key][o][0]] >= t - 1e-9 for key in pairs for o in ("ab", "ba")
+        )
         agree = agree_n = one = one_n = lean_k = lean_n = 0
         for label in labels:
             key = (label["task_id"], label["model_a"], label["model_b"])
             if key not in pairs:
                 continue
             ok, verdict, lean = decide(key, t)
-            win_ab, p_ab = pairs[key]["ab"]
             if ok:
                 agree_n += 1
                 agree += verdict == label["winner"]
             else:
                 lean_n += 1
                 lean_k += lean == label["winner"]
-            if p_ab[win_ab] >= t - 1e-9:
-                one_n += 1
-                one += win_ab == label["winner"]
+            for order in ("ab", "ba"):  # each order alone, as a judge asked once
+                said, probs = pairs[key][order]
+                if probs[said] >= t - 1e-9:
+                    one_n += 1
+                    one += said == label["winner"]
         assert (row.decided.k, row.decided.n) == (decided, len(pairs)), t
         assert (row.agreement.k, row.agreement.n) == (agree, agree_n), t
-        assert (row.one_order_decided.k, row.one_order_agreement.k) == (single, one), t
+        assert (row.one_order_decided.k, row.one_order_decided.n) == (single, 2 * len(pairs)), t
+        assert row.one_order_agreement.k == one, t
         assert row.one_order_agreement.n == one_n, t
         assert (row.lean_right.k, row.lean_right.n) == (lean_k, lean_n), t
 

@@ -30,14 +30,14 @@ def format_cascade(block: R.CascadeBlock) -> list[str]:
         f"decided {block.decided_first_pass} of {block.pairs} pairs, the strong judge "
         f"{block.decided_strong}" + (f", {block.pending} pending" if block.pending else ""),
         "  selective accuracy: agreement with people on the pairs the first pass decides,",
-        "  beside the same rule on one order alone; on escalated pairs, how often the averaged",
+        "  beside the same rule on each order alone; on escalated pairs, how often the averaged",
         "  lean was right (not trusted: never used as a verdict). [95% CI] (k/n)",
-        "  accept decided agreement            one order: decided agreement        lean right",
+        "  accept decided agreement            one order: decided agreement          lean right",
     ]
     for row in block.selective:
         lines.append(
             f"  {row.threshold:6.2f} {_share(row.decided):>7} {_rate(row.agreement):<21}"
-            f"{_share(row.one_order_decided):>8} {_rate(row.one_order_agreement):<20}"
+            f"{_share(row.one_order_decided):>8} {_rate(row.one_order_agreement):<22}"
             f"{_rate(row.lean_right)}"
         )
     if block.cascade is None or block.strong_alone is None:

@@ -86,7 +86,7 @@ class SelectiveRow:
     threshold: float
     decided: Rate  # pairs the first pass decides, of all pairs it judged in both orders
     agreement: Rate  # labels agreeing with the first pass, on the decided labelled pairs
-    one_order_decided: Rate  # the same rule on the first order alone (no agreement check)
+    one_order_decided: Rate  # each order on its own (no agreement check), both orders pooled
     one_order_agreement: Rate
     lean_right: Rate  # on escalated labelled pairs: how often the averaged lean matched people
 
@@ -104,8 +104,10 @@ def selective_table(
 
     `label_pair[k]` is the index of the pair the k-th label is about, `label_outcome[k]` its
     outcome; a pair labelled by two people counts twice in the agreement figures, once per
-    label, as in the rest of the calibration. The one-order columns use order "ab" alone: its
-    verdict, accepted when its own probability of that verdict reaches the threshold."""
+    label, as in the rest of the calibration. The one-order columns treat each order as a judge
+    asked once: its verdict, accepted when its own probability of that verdict reaches the
+    threshold; both orders are pooled (pairs and labels count twice), so the figure does not
+    depend on which model happens to be shown first, i.e. on the models' names."""
     probs_ab = np.asarray(probs_ab, float).reshape(-1, 3)
     probs_ba = np.asarray(probs_ba, float).reshape(-1, 3)
     verdict_ab = np.asarray(verdict_ab, np.int64)
@@ -114,21 +116,28 @@ def selective_table(
     label_outcome = np.asarray(label_outcome, np.int64)
     pairs = len(verdict_ab)
     leans = lean(probs_ab, probs_ba)
-    own = probs_ab[np.arange(pairs), verdict_ab] if pairs else np.zeros(0)
+    rows_at = np.arange(pairs)
+    own = {"ab": probs_ab[rows_at, verdict_ab], "ba": probs_ba[rows_at, verdict_ba]}
+    said = {"ab": verdict_ab, "ba": verdict_ba}
     rows = []
     for threshold in thresholds:
         ok = accepted(probs_ab, probs_ba, verdict_ab, verdict_ba, threshold)
-        single = own >= threshold - _SLACK
         on_ok = ok[label_pair]
-        on_single = single[label_pair]
         right = verdict_ab[label_pair] == label_outcome
+        single = {o: own[o] >= threshold - _SLACK for o in said}
+        single_decided = sum(int(single[o].sum()) for o in said)
+        single_n = sum(int(single[o][label_pair].sum()) for o in said)
+        single_k = sum(
+            int((single[o][label_pair] & (said[o][label_pair] == label_outcome)).sum())
+            for o in said
+        )
         rows.append(
             SelectiveRow(
                 threshold=float(threshold),
                 decided=rate(int(ok.sum()), pairs),
                 agreement=rate(int((on_ok & right).sum()), int(on_ok.sum())),
-                one_order_decided=rate(int(single.sum()), pairs),
-                one_order_agreement=rate(int((on_single & right).sum()), int(on_single.sum())),
+                one_order_decided=rate(single_decided, 2 * pairs),
+                one_order_agreement=rate(single_k, single_n),
                 lean_right=rate(
                     int((~on_ok & (leans[label_pair] == label_outcome)).sum()),
                     int((~on_ok).sum()),
