@@ -285,10 +285,18 @@ class BatchServer:
 
 
 def main() -> None:
-    """Run standalone (for benchmarks): `python tests/openai_batch_server.py`; prints its url."""
+    """Run standalone: `python tests/openai_batch_server.py [PORT]`; prints its url.
+
+    Every reply ends with a verdict line, so it can stand in for models and a judge alike.
+    """
     import sys
 
     server = BatchServer(lambda body, n: Reply(content=f"Fine.\nVERDICT: {1 + n % 2}"))
+    if len(sys.argv) > 1:
+        server._httpd.server_close()
+        handler = server._httpd.RequestHandlerClass
+        server._httpd = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), handler)
+        server._httpd.daemon_threads = True
     print(server.url, flush=True)
     try:
         server._httpd.serve_forever()
