@@ -1,25 +1,30 @@
-"""How fast `konkord run` is against a local OpenAI-compatible server; prints figures.
+"""How fast `konkord run` and `konkord judge` are against a local OpenAI-compatible server.
 
     python benchmarks/bench_run.py            # all three measurements
     python benchmarks/bench_run.py a c        # only some of them
 
-(a) 1,000 requests at 500 ms latency with 16 calls in flight (2 models x 500 tasks,
-    --concurrency 8 per model), wall time against the ideal 1000 x 0.5 / 16 s (aim: <= 1.2x).
-(b) 2,000 requests at 0 ms latency with 32 calls in flight (2 models x 1000 tasks,
-    --concurrency 16 per model), `konkord run`'s throughput against a bare loop of
-    litellm.acompletion with a semaphore of 32 (aim: >= 0.9x).
+(a) 1,000 requests at 500 ms latency with 16 calls in flight, wall time against the ideal
+    1000 x 0.5 / 16 s (aim: <= 1.2x): `konkord run` (2 models x 500 tasks, --concurrency 8
+    per model) and `konkord judge` (500 pairs in both orders, --concurrency 16).
+(b) 2,000 requests at 0 ms latency with 32 calls in flight, throughput against a bare loop of
+    litellm.acompletion with a semaphore of 32, measured in the same round (aim: >= 0.9x):
+    `konkord run` (2 models x 1000 tasks, --concurrency 16 per model) and `konkord judge`
+    (1000 pairs in both orders, --concurrency 32). Median and range of --repeats rounds.
 (c) start-up time of `konkord --help` and `konkord validate SUITE` (aim: < 0.5 s).
 
-The server runs in its own process so that its CPU does not count against the client. Both
-(a) and (b) run the real command in-process (click, progress bar, cache, evidence log with
-fsync), after litellm has been imported once, so the figures are the run's own cost and not
-the 5 s import; the bare loop gets the same warm-up.
+The server runs in its own process so that its CPU does not count against the client; its
+replies end in a verdict line, so the judge parses every one. Both (a) and (b) run the real
+commands in-process (click, progress bar, cache, evidence log with fsync), after litellm has
+been imported once, so the figures are the commands' own cost and not the 5 s import; the
+bare loop gets the same warm-up. The judge's answers are made beforehand, untimed, and each
+judge round starts from a copy of them without the response cache.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +41,7 @@ FAKE_KEY = "sk-bench-not-a-real-key"
 def start_server(delay_s: float) -> tuple[subprocess.Popen[str], str]:
     """The test server in a child process; returns it and its api_base."""
     proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "0", str(delay_s)],
+        [sys.executable, str(SERVER), "0", str(delay_s), "verdict"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -90,6 +95,72 @@ def konkord_run(n_tasks: int, per_model_concurrency: int, url: str) -> float:
     return elapsed
 
 
+def answered_project(n_tasks: int, url: str, root: Path) -> Path:
+    """A project in `root` whose run "bench" has answers of 2 models to n_tasks (untimed)."""
+    from click.testing import CliRunner
+
+    from konkord.cli import cli
+
+    suite = write_suite(root, n_tasks)
+    os.chdir(root)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--suite",
+            str(suite),
+            "--models",
+            "openai/bench-a,openai/bench-b",
+            "--api-base",
+            url,
+            "--concurrency",
+            "16",
+        ],
+        catch_exceptions=False,
+    )
+    os.chdir(REPO)
+    if result.exit_code != 0:
+        raise SystemExit(f"konkord run failed:\n{result.output}")
+    shutil.rmtree(root / ".konkord", ignore_errors=True)  # the judge must not find its replies
+    return root
+
+
+def konkord_judge(project: Path, n_tasks: int, concurrency: int, url: str) -> float:
+    """Wall time of `konkord judge` (in-process) over every pair of a copy of `project`."""
+    from click.testing import CliRunner
+
+    from konkord.cli import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp) / "project"
+        shutil.copytree(project, work)
+        os.chdir(work)
+        started = time.perf_counter()
+        result = CliRunner().invoke(
+            cli,
+            [
+                "judge",
+                "--run",
+                "bench",
+                "--judge",
+                "openai/bench-judge",
+                "--api-base",
+                url,
+                "--concurrency",
+                str(concurrency),
+            ],
+            catch_exceptions=False,
+        )
+        elapsed = time.perf_counter() - started
+        os.chdir(REPO)
+        if result.exit_code != 0:
+            raise SystemExit(f"konkord judge failed:\n{result.output}")
+        lines = (work / "runs" / "bench" / "verdicts.jsonl").read_text().splitlines()
+        assert len(lines) == 2 * n_tasks, len(lines)
+        assert all('"kind": "verdict"' in line for line in lines), lines[0]
+    return elapsed
+
+
 def bare_loop(n_requests: int, concurrency: int, url: str) -> float:
     """Wall time of n_requests litellm.acompletion calls under one semaphore, nothing else."""
     from konkord.llm import load_litellm
@@ -129,6 +200,9 @@ def bench_latency() -> None:
     proc, url = start_server(0.5)
     try:
         warm_up(url)
+        with tempfile.TemporaryDirectory() as tmp:
+            project = answered_project(500, url, Path(tmp))
+            judged = konkord_judge(project, 500, 16, url)
         wall = konkord_run(500, 8, url)
         bare = bare_loop(1000, 16, url)
     finally:
@@ -136,10 +210,11 @@ def bench_latency() -> None:
         proc.wait()
     ideal = 1000 * 0.5 / 16
     print(
-        f"(a) 1000 requests, 500 ms each, 16 in flight: konkord run {wall:.1f} s; ideal "
-        f"{ideal:.2f} s; ratio {wall / ideal:.2f}x (aim <= 1.2x); for reference a bare "
-        f"litellm loop takes {bare:.1f} s ({bare / ideal:.2f}x): litellm's own CPU per call "
-        f"is serialised on one event loop"
+        f"(a) 1000 requests, 500 ms each, 16 in flight: ideal {ideal:.2f} s; konkord run "
+        f"{wall:.1f} s ({wall / ideal:.2f}x), konkord judge {judged:.1f} s "
+        f"({judged / ideal:.2f}x) (aim <= 1.2x); for reference a bare litellm loop takes "
+        f"{bare:.1f} s ({bare / ideal:.2f}x): litellm's own CPU per call is serialised on one "
+        "event loop"
     )
 
 
@@ -150,30 +225,43 @@ def _timed(work: Callable[[], float]) -> tuple[float, float]:
     return wall, time.process_time() - cpu
 
 
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x [{min(values):.2f}-{max(values):.2f}]"
+
+
 def bench_throughput(repeats: int = 3) -> None:
     proc, url = start_server(0.0)
+    bare: list[tuple[float, float]] = []
+    kon: list[tuple[float, float]] = []
+    jud: list[tuple[float, float]] = []
     try:
         warm_up(url)
-        bare: list[tuple[float, float]] = []
-        kon: list[tuple[float, float]] = []
-        for _ in range(repeats):  # interleaved, so both see the same machine load
-            bare.append(_timed(lambda: bare_loop(2000, 32, url)))
-            kon.append(_timed(lambda: konkord_run(1000, 16, url)))
+        with tempfile.TemporaryDirectory() as tmp:
+            project = answered_project(1000, url, Path(tmp))
+            for _ in range(repeats):  # interleaved, so all three see the same machine load
+                bare.append(_timed(lambda: bare_loop(2000, 32, url)))
+                kon.append(_timed(lambda: konkord_run(1000, 16, url)))
+                jud.append(_timed(lambda: konkord_judge(project, 1000, 32, url)))
     finally:
         proc.terminate()
         proc.wait()
-    best_bare, best_kon = min(w for w, _ in bare), min(w for w, _ in kon)
-    med_bare = statistics.median(w for w, _ in bare)
-    med_kon = statistics.median(w for w, _ in kon)
-    cpu_bare = statistics.median(c for _, c in bare) / 2000 * 1000
-    cpu_kon = statistics.median(c for _, c in kon) / 2000 * 1000
+    # Each round's ratio against the bare loop of the same round.
+    run_ratio = [b / k for (b, _), (k, _) in zip(bare, kon, strict=True)]
+    judge_ratio = [b / j for (b, _), (j, _) in zip(bare, jud, strict=True)]
+
+    def rate(rows: list[tuple[float, float]]) -> str:
+        return f"{2000 / statistics.median(w for w, _ in rows):.0f} req/s"
+
+    def cpu(rows: list[tuple[float, float]]) -> str:
+        return f"{statistics.median(c for _, c in rows) / 2000 * 1000:.1f} ms"
+
     print(
-        f"(b) 2000 requests, 0 ms, 32 in flight: bare litellm loop {2000 / best_bare:.0f} req/s "
-        f"(best of {repeats}), konkord run {2000 / best_kon:.0f} req/s; "
-        f"ratio {best_bare / best_kon:.2f}x best-of, {med_bare / med_kon:.2f}x median "
-        f"(aim >= 0.9x); client CPU per request: bare {cpu_bare:.1f} ms, "
-        f"konkord {cpu_kon:.1f} ms; wall s bare {[round(w, 1) for w, _ in bare]}, "
-        f"konkord {[round(w, 1) for w, _ in kon]}"
+        f"(b) 2000 requests, 0 ms, 32 in flight, {repeats} rounds (median [range]): bare "
+        f"litellm loop {rate(bare)}; konkord run {rate(kon)}, {_spread(run_ratio)} of the "
+        f"bare loop; konkord judge {rate(jud)}, {_spread(judge_ratio)} of the bare loop "
+        f"(aim >= 0.9x); client CPU per request: bare {cpu(bare)}, run {cpu(kon)}, judge "
+        f"{cpu(jud)}; wall s bare {[round(w, 1) for w, _ in bare]}, run "
+        f"{[round(w, 1) for w, _ in kon]}, judge {[round(w, 1) for w, _ in jud]}"
     )
 
 

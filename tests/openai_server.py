@@ -152,11 +152,14 @@ class OpenAIServer:
 
 
 def main() -> None:
-    """Run the server standalone (for benchmarks): `python tests/openai_server.py PORT DELAY_S`."""
+    """Run the server standalone (for benchmarks):
+    `python tests/openai_server.py PORT DELAY_S [verdict]`; with `verdict` every reply ends in a
+    verdict line, so that a judge can be benchmarked against it too."""
     import sys
 
     delay = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
-    server = OpenAIServer(lambda body, n: Reply(content=f"reply {n}", delay_s=delay))
+    tail = "\nVERDICT: 1" if sys.argv[3:4] == ["verdict"] else ""
+    server = OpenAIServer(lambda body, n: Reply(content=f"reply {n}{tail}", delay_s=delay))
     server._httpd.server_address  # noqa: B018
     print(server.url, flush=True)
     server._httpd.serve_forever()

@@ -15,7 +15,7 @@ from itertools import combinations
 
 from konkord.calls import NotLaunched
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, Record, now_iso
+from konkord.evidence import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.families import check_judge_independence
 from konkord.judge_frame import FRAME_VERSION, compose_system_prompt, frame_hash
 from konkord.llm import ModelClient
@@ -219,6 +219,8 @@ async def judge_run(
     if on_progress:
         on_progress(finished, total)
     gate = asyncio.Semaphore(max(1, concurrency))
+    # Verdicts that finish together share one write and one fsync, off the event loop.
+    appender = AsyncAppender(log, "verdicts")
 
     async def judge_one(item: JudgeItem) -> None:
         nonlocal finished
@@ -229,7 +231,7 @@ async def judge_run(
                 )
             except NotLaunched:
                 return  # --max-cost or Ctrl-C: not sent; a rerun asks it
-        log.append("verdicts", record)
+        await appender.append(record)
         tally = summary.tallies[item.judge]
         if record["cost_usd"] is None:
             tally.unknown_price = True
