@@ -231,7 +231,13 @@ async def judge_run(
                 )
             except NotLaunched:
                 return  # --max-cost or Ctrl-C: not sent; a rerun asks it
-        await appender.append(record)
+        try:
+            await appender.append(record)
+        except OSError as exc:
+            raise KonkordError(
+                f"{log.path('verdicts')}: cannot write ({exc.strerror or exc}); the verdicts "
+                "saved so far are kept: fix this and run the same command again"
+            ) from None
         tally = summary.tallies[item.judge]
         if record["cost_usd"] is None:
             tally.unknown_price = True
