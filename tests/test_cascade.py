@@ -399,3 +399,61 @@ def test_the_same_family_rule_holds_for_the_first_pass_too(
     ):
         cascade(spec)
     assert openai_server.requests == []  # refused before any call
+
+
+def test_cli_first_pass_on_a_listed_run_needs_the_cascade_in_runs_json(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    write_project(project, openai_server.url)
+    runs = json.loads((project / "runs.json").read_text())
+    del runs["runs"][0]["cascade"]
+    (project / "runs.json").write_text(json.dumps(runs))
+    write_answers(resolve_run("demo"))
+    result = CliRunner().invoke(
+        cli, ["judge", "--run", "demo", "--judge", STRONG, "--first-pass", CHEAP]
+    )
+    assert result.exit_code != 0
+    assert '"cascade": {"first_pass": "openai/cheap-judge", "accept_at": 0.8}' in result.output
+    assert openai_server.requests == []
+
+
+def test_build_runs_the_cascade_offline_demo_style(project: Path) -> None:
+    """`konkord build` on a simulated run with a cascade: answers, first pass on every pair,
+    the strong judge on the escalated and planned pairs only, labels, results; then nothing."""
+    from konkord.stages.cascade import audit_pairs
+    from konkord.stages.pipeline import ensure_run
+
+    repo = Path(__file__).resolve().parent.parent
+    (project / "suites").mkdir()
+    suite = (repo / "suites" / "support_replies.yaml").read_text()
+    head, _, tasks = suite.partition("\ntasks:\n")
+    kept = "\n  - id:".join(tasks.split("\n  - id:")[:8])  # the first eight tickets
+    (project / "suites" / "s.yaml").write_text(f"{head}\ntasks:\n{kept}\n")
+    strong = "sim-judge/fair"
+    run = {
+        "name": "demo",
+        "suite": "suites/s.yaml",
+        "models": ["sim/x:strength=1.5", "sim/y:strength=0", "sim/z:strength=-1.5"],
+        "judges": [strong],
+        "cascade": {"first_pass": "sim-judge/quick", "accept_at": 0.8},
+        "label_plan": {"n": 3, "simulated_labellers": [{"name": "sim-p", "accuracy": 0.9}]},
+    }
+    (project / "runs.json").write_text(json.dumps({"runs": [run]}))
+    spec = resolve_run("demo")
+    notes = ensure_run(spec, offline=False, echo=lambda _: None)
+    assert not [n for n in notes if "failed" in n]
+    log = EvidenceLog(spec.run_dir)
+    pairs = cascade_pairs(spec, log, plan_of(spec))  # type: ignore[arg-type]
+    assert len(pairs.keys) == 8 * 3  # every pair read by the first pass in both orders
+    strong_keys = {
+        (r["task_id"], r["model_a"], r["model_b"])
+        for r in log.records("verdicts")
+        if r["judge"] == strong
+    }
+    assert strong_keys == pairs.escalated() | audit_pairs(spec, log)
+    assert len(strong_keys) < len(pairs.keys)  # the strong judge did not judge everything
+    assert missing_calls(spec, plan_of(spec)) == 0  # type: ignore[arg-type]
+    before = (spec.run_dir / "verdicts.jsonl").read_bytes()
+    ensure_run(spec, offline=True, echo=lambda _: None)
+    assert (spec.run_dir / "verdicts.jsonl").read_bytes() == before
+    assert spec.results_path.exists()

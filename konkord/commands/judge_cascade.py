@@ -58,11 +58,14 @@ def cascade_plan(
         )
         judges_now = tuple(dict.fromkeys([*spec.judges, plan.strong]))
         write_manifest(replace(spec, judges=judges_now, cascade=cascade))
-    elif spec.cascade is None:
-        click.echo(
-            f'note: run "{spec.name}" has no "cascade" in runs.json, so report will not show '
-            "this cascade; add one to publish it",
-            err=True,
+    elif spec.cascade is None or spec.cascade.first_pass != plan.first_pass:
+        # report and build read the cascade from runs.json; one they do not know would leave
+        # the strong judge's partial verdicts to be ranked as if they were a whole judging
+        raise KonkordError(
+            f'run "{spec.name}" is listed in runs.json without this cascade: add "cascade": '
+            f'{{"first_pass": "{plan.first_pass}", "accept_at": {plan.accept_at:g}}} to its entry '
+            f"(its strong judge is the first of \"judges\"), then run `konkord judge --run "
+            f"{spec.name}`"
         )
     return plan
 
