@@ -137,3 +137,20 @@ def test_a_deployments_file_with_a_bad_field_names_its_line(project: Path) -> No
 def test_unlimited_deployment_means_no_total_rate() -> None:
     found = Deployments({"m": (Deployment(name="a", rpm=10), Deployment(name="b"))})
     assert found.rpm("m") is None
+
+
+def test_build_calls_through_the_deployments_too(
+    project: Path, servers: tuple[OpenAIServer, OpenAIServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from konkord.stages.pipeline import ensure_run
+
+    good, _ = servers
+    monkeypatch.setenv("KONKORD_BACKOFF_BASE", "0.01")
+    write_project(project, "http://127.0.0.1:9/v1")  # nothing listens here: only the Router works
+    add_deployments(project, {JUDGE: [{"name": "east", "api_base": good.url}]})
+    spec = resolve_run("demo")
+    write_answers(spec)
+    ensure_run(spec, offline=False, echo=lambda _: None)
+    records = EvidenceLog(spec.run_dir).records("verdicts")
+    assert len(records) == CALLS and {r["deployment"] for r in records} == {"east"}
+    assert len(good.requests) == CALLS

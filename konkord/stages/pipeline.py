@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from konkord.door import check_options, make_client
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog
-from konkord.llm import ModelClient, is_offline_model
+from konkord.llm import is_offline_model
 from konkord.runspec import RunSpec
 from konkord.stages.report import ReportOptions, build_results, inputs_digest
 from konkord.stages.run import answers_to_make
@@ -77,7 +78,7 @@ def ensure_run(
                 spec.suite,
                 spec.models,
                 spec.settings,
-                ModelClient(prices=spec.prices),
+                make_client(spec),
             )
         )
         if summary.failed:
@@ -98,9 +99,9 @@ def ensure_run(
         _require_credentials(spec, f"verdicts of {judge}", owed, who)
         echo(f"  {spec.name}: judging {owed} calls with {' then '.join(who)}")
         judged = asyncio.run(
-            judge_run(spec, [judge], ModelClient(prices=spec.prices))
+            judge_run(spec, [judge], make_client(spec))
             if cascade is None
-            else cascade_run(spec, cascade, ModelClient(prices=spec.prices))
+            else cascade_run(spec, cascade, make_client(spec))
         )
         if judged.failed:
             notes.append(f"run {spec.name}: judge {judge}: {judged.failed} calls failed")
@@ -141,10 +142,13 @@ def _require_credentials(spec: RunSpec, stage: str, count: int, models: tuple[st
     try:
         routed = [m for m in models if m not in spec.deployments]
         check_model_names(routed, "runs.json", spec.settings.api_base)
+        check_options(spec, models, batch=False)  # deployment keys named in runs.json are set
     except KonkordError as exc:
         raise _refuse(spec, stage, count, str(exc)) from None
     callable_offline = all(is_offline_model(m) for m in models)
-    lacking = {} if callable_offline else missing_credentials(models, spec.settings.api_base)
+    lacking = (
+        {} if callable_offline else missing_credentials(tuple(routed), spec.settings.api_base)
+    )
     if lacking:
         names = "; ".join(f"{m} needs {', '.join(v)}" for m, v in lacking.items())
         raise _refuse(spec, stage, count, f"no credentials: {names} (set it in the shell or .env)")
