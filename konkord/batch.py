@@ -38,6 +38,7 @@ from konkord.batch_format import (
     route_for,
     safe_base,
 )
+from konkord.batch_resume import ResumedRequests, find_batch, open_batches
 from konkord.calls import CallResult, CallSettings, Message, ResponseCache
 from konkord.credentials import secret_values
 from konkord.errors import KonkordError
@@ -239,8 +240,8 @@ class BatchClient(ModelClient):
 
     async def _run(self, spool: _Spool) -> None:
         try:
-            batch_id = await self._upload_and_create(spool)
-            await self._poll_and_collect(batch_id, spool.route, spool.requests)
+            batch_id, input_file_id = await self._upload_and_create(spool)
+            await self._poll_and_collect(batch_id, spool.route, spool.requests, input_file_id)
             spool.path.unlink(missing_ok=True)  # retried lines were copied to a new spool
         except BaseException as exc:
             for request in spool.requests.values():
@@ -251,7 +252,7 @@ class BatchClient(ModelClient):
             if not isinstance(exc, Exception):
                 raise
 
-    async def _upload_and_create(self, spool: _Spool) -> str:
+    async def _upload_and_create(self, spool: _Spool) -> tuple[str, str]:
         litellm = load_litellm()
         creds = spool.route.credentials()
         with open(spool.path, "rb") as handle:
@@ -261,6 +262,19 @@ class BatchClient(ModelClient):
                     file=handle, purpose="batch", timeout=self.timeout_s, **creds
                 ),
             )
+        models = sorted({r.model for r in spool.requests.values()})
+        about: Record = {
+            "input_file_id": str(uploaded.id),
+            "models": models,
+            "provider": spool.route.provider,
+            "provider_model": spool.route.provider_model,
+            "api_base": safe_base(spool.route.api_base),
+            "requests": len(spool.requests),
+            "created_at": now_iso(),
+        }
+        # Recorded before the batch is created: should the process die between the provider
+        # creating the batch and the record below, a rerun finds it by its input file.
+        self._record({**about, "status": "uploaded"})
         created = await self._retrying(
             "create the batch",
             lambda: litellm.acreate_batch(
@@ -273,22 +287,9 @@ class BatchClient(ModelClient):
             ),
         )
         batch_id = str(created.id)
-        models = sorted({r.model for r in spool.requests.values()})
-        self._record(
-            {
-                "batch_id": batch_id,
-                "status": "submitted",
-                "models": models,
-                "provider": spool.route.provider,
-                "provider_model": spool.route.provider_model,
-                "api_base": safe_base(spool.route.api_base),
-                "input_file_id": str(uploaded.id),
-                "requests": len(spool.requests),
-                "created_at": now_iso(),
-            }
-        )
+        self._record({**about, "status": "submitted", "batch_id": batch_id})
         self._say(f"batch {batch_id}: {len(spool.requests)} requests submitted ({models[0]})")
-        return batch_id
+        return batch_id, str(uploaded.id)
 
     def _record(self, fields: Record) -> None:
         if self.log is not None:
@@ -315,7 +316,7 @@ class BatchClient(ModelClient):
                 raise BatchError(f"--batch: could not {what}: {_short_error(exc)}") from None
 
     async def _poll_and_collect(
-        self, batch_id: str, route: Route, requests: dict[str, _Request]
+        self, batch_id: str, route: Route, requests: dict[str, _Request], input_file_id: str
     ) -> None:
         litellm = load_litellm()
         creds = route.credentials()
@@ -364,6 +365,7 @@ class BatchClient(ModelClient):
         failed, cost = tally.failed, tally.cost
         self._record(
             {
+                "input_file_id": input_file_id,
                 "batch_id": batch_id,
                 "status": "collected",
                 "provider_status": status,
@@ -460,54 +462,34 @@ class BatchClient(ModelClient):
 
     # --- resuming --------------------------------------------------------------------------
 
-    def open_batches(self) -> list[Record]:
-        """Batches this run submitted and never collected (a crash, a closed laptop)."""
-        if self.log is None:
-            return []
-        latest = self.log.latest(STREAM)
-        return [r for r in latest.values() if r.get("status") == "submitted"]
-
     async def _resume_open_batches(self) -> None:
-        """Before any new submission: poll and collect every batch left open in the evidence."""
+        """Before any new submission: collect every batch an earlier process left open."""
         if self._resume_done:
             return
         if self._resumed is None:
             self._resumed = asyncio.Lock()
         async with self._resumed:
-            if self._resume_done:
-                return
-            pending = []
-            for record in self.open_batches():
-                models = record.get("models") or []
-                route = Route(
-                    str(record.get("provider")),
-                    str(record.get("provider_model")),
-                    self._api_base_for(record),
+            if not self._resume_done:
+                await asyncio.gather(
+                    *(self._resume(record) for record in open_batches(self.log))
                 )
-                self._say(f"batch {record['batch_id']}: resuming (submitted earlier)")
-                pending.append(
-                    self._collect_resumed(str(record["batch_id"]), route, list(models))
-                )
-            await asyncio.gather(*pending)
-            self._resume_done = True
+                self._resume_done = True
 
-    def _api_base_for(self, record: Record) -> str | None:
-        stored = record.get("api_base")
-        return str(stored) if stored else None
-
-    async def _collect_resumed(self, batch_id: str, route: Route, models: list[str]) -> None:
-        """Collect a batch submitted by an earlier process; its replies wait for their callers."""
-
-        class _AnyKey(dict[str, _Request]):
-            """Every custom_id in the files belongs to this batch; made up on first sight."""
-
-            def __contains__(self, key: object) -> bool:
-                return isinstance(key, str)
-
-            def __missing__(self, key: str) -> _Request:
-                request = _Request(key, models[0] if models else "", CallSettings(), [], Path(), 0, 0)
-                self[key] = request
-                return request
-
-        requests = _AnyKey()
-        await self._poll_and_collect(batch_id, route, requests)
+    async def _resume(self, record: Record) -> None:
+        route = Route(
+            str(record.get("provider")),
+            str(record.get("provider_model")),
+            str(record["api_base"]) if record.get("api_base") else None,
+        )
+        input_file_id = str(record["input_file_id"])
+        batch_id = record.get("batch_id")
+        if batch_id is None:  # uploaded, then the process died: was the batch created?
+            batch_id = await find_batch(self, route, input_file_id)
+            if batch_id is None:
+                self._record({**record, "status": "abandoned", "created_at": now_iso()})
+                return  # never created, never paid: its requests are simply asked again
+            self._record({**record, "status": "submitted", "batch_id": batch_id})
+        self._say(f"batch {batch_id}: resuming (submitted earlier)")
+        models = [str(m) for m in record.get("models") or []]
+        requests = ResumedRequests(models[0] if models else "")
+        await self._poll_and_collect(str(batch_id), route, requests, input_file_id)

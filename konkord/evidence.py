@@ -31,7 +31,7 @@ STREAM_KEYS: dict[str, tuple[str, ...]] = {
     "prompts": ("frame_hash",),
     "labels": ("task_id", "model_a", "model_b", "labeller"),
     "checks": ("task_id", "model", "check"),
-    "batches": ("batch_id",),  # provider batches: submitted, then collected (konkord.batch)
+    "batches": ("input_file_id",),  # provider batches: uploaded, submitted, collected
 }
 
 _TAIL_CHUNK = 65536

@@ -135,7 +135,10 @@ class BatchServer:
             def do_GET(self) -> None:
                 path = self.path.split("?")[0].rstrip("/")
                 parts = path.split("/")
-                if len(parts) >= 2 and parts[-2] == "batches":
+                if parts[-1] == "batches":
+                    listed = [dict(b) for b in reversed(list(server.batches.values()))]
+                    self._json(200, {"object": "list", "data": listed, "has_more": False})
+                elif len(parts) >= 2 and parts[-2] == "batches":
                     batch = server._poll(parts[-1])
                     if batch is None:
                         self._json(404, {"error": {"message": "no such batch"}})
