@@ -77,16 +77,31 @@ def test_a_kill_before_the_rename_leaves_no_file_and_the_rerun_finishes(tmp_path
     assert json.loads((run_dir / "run.json").read_text())["name"] == "s"
 
 
-@pytest.mark.parametrize("content", [b"", b'{\n  "generation": {\n    "max_to'])
-def test_an_empty_or_torn_run_json_says_how_to_recover(project: Path, content: bytes) -> None:
+# run.json as a crash could leave it (an older konkord wrote it in place): corpus file ->
+# the problem named after "runs/s/run.json:"
+BAD_MANIFESTS = {
+    "empty.json": "1: the file is empty",
+    "torn.json": "4: invalid JSON (Unterminated string starting at)",
+    "zeros.json": "1: this is a binary file, not text",  # delayed allocation after a power cut
+}
+MANIFESTS = Path(__file__).parent / "data" / "bad_inputs" / "manifests"
+
+
+def test_the_manifest_corpus_is_all_covered() -> None:
+    assert {p.name for p in MANIFESTS.iterdir()} == set(BAD_MANIFESTS)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_MANIFESTS))
+def test_an_empty_or_torn_run_json_says_how_to_recover(project: Path, name: str) -> None:
     _suite(project)
     assert CliRunner().invoke(cli, RUN).exit_code == 0
-    (project / "runs" / "s" / "run.json").write_bytes(content)  # as an older konkord left it
+    shutil.copy(MANIFESTS / name, project / "runs" / "s" / "run.json")
     judged = CliRunner().invoke(cli, ["judge", "--run", "s", "--judge", "sim-judge/fair"])
     assert judged.exit_code == 2
     message = judged.stderr.strip()
     assert message.count("\n") == 0
-    assert message.startswith("error: runs/s/run.json:")
+    assert message.startswith(f"error: runs/s/run.json:{BAD_MANIFESTS[name]}; if a crash")
+    assert "Traceback" not in judged.output
     assert "konkord run --run s --suite SUITE --models A,B" in message
     # the way out it names works, and pays nothing again
     again = CliRunner().invoke(cli, [*RUN, "--run", "s"])

@@ -9,35 +9,14 @@ atomically (a temporary file, fsync, rename): a crash leaves the old file or the
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from konkord.atomic import write_atomic
 from konkord.errors import KonkordError
 from konkord.runs_config import DEFAULT_RUNS_FILE, Generation, load_runs
 from konkord.runspec import load_manifest, manifest_path
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a reader (or a crash) sees the old bytes or the new."""
-    folder = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    directory = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def _results_names(path: Path) -> tuple[list[str], list[str]] | None:

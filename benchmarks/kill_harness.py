@@ -1,0 +1,264 @@
+"""Kill -9 harness for `konkord run`, `judge` and `report`: kills, records lost, calls paid twice.
+
+    python benchmarks/kill_harness.py              # strace kills at each file, plus 10+10 random
+    python benchmarks/kill_harness.py --random 4   # fewer random kills
+
+Two kinds of kill, each followed by a clean rerun of the same command:
+(a) strace -e inject=write:signal=KILL -P FILE at the 1st, 2nd and 5th write to each file the
+    stage writes (answers, verdicts, prompts, the response cache), and at the first fsync (the
+    temporary file of run.json or of the results file, just before its rename);
+(b) SIGKILL at a random moment after the first record reached the log, during run and judge.
+
+After each kill: every rewritten file (run.json, results) parses or is absent; after the rerun
+every evidence record present before the kill is still there, the log is complete with no key
+twice, and "paid twice" counts requests for a prompt whose reply Konkord already held (in the
+response cache or the log) when it was killed. Replies lost in flight by a kill -9 are asked
+again by design and counted apart. The local server is tests/openai_server.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
+
+from openai_server import OpenAIServer, Reply, user_text  # noqa: E402
+
+from konkord.calls import ResponseCache  # noqa: E402
+from konkord.evidence import STREAM_KEYS, record_key  # noqa: E402
+from konkord.llm import CallSettings, ModelClient  # noqa: E402
+from konkord.stages.judge_call import judge_settings  # noqa: E402
+
+KONKORD = [sys.executable, "-m", "konkord.cli"]
+MODELS = ["openai/a", "openai/b", "openai/c"]
+TASKS = 8
+ANSWERS = TASKS * len(MODELS)
+VERDICTS = TASKS * 3 * 2
+STRACE = shutil.which("strace")
+
+
+def responder(body: dict[str, Any], n: int) -> Reply:
+    text = user_text(body)
+    delay = random.uniform(0.02, 0.25)
+    if "VERDICT" in text:
+        return Reply(f"The first is tidier.\nVERDICT: {1 + n % 2}", delay_s=delay)
+    return Reply(f"an answer to {text[-24:]}", delay_s=delay)
+
+
+@dataclass
+class Tally:
+    kills: int = 0
+    not_landed: list[str] = field(default_factory=list)  # injections that never fired
+    records_lost: int = 0
+    paid_twice: int = 0
+    lost_in_flight: int = 0  # replies a kill -9 took before Konkord held them: asked again
+    broken_files: list[str] = field(default_factory=list)
+    failed_reruns: list[str] = field(default_factory=list)
+
+
+class Harness:
+    def __init__(self, server: OpenAIServer) -> None:
+        self.server = server
+        self.env = os.environ | {
+            "PYTHONPATH": str(REPO),
+            "OPENAI_API_KEY": "sk-harness-0000000000",
+            "KONKORD_BACKOFF_BASE": "0.01",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        self.tally = Tally()
+
+    def project(self, with_answers: bool) -> Path:
+        root = Path(tempfile.mkdtemp(prefix="konkord-kill-"))
+        tasks = "\n".join(f"  - {{id: q{i}, prompt: Question number {i}?}}" for i in range(TASKS))
+        (root / "s.yaml").write_text(f"name: s\nrubric: Prefer correct answers.\ntasks:\n{tasks}\n")
+        if with_answers:
+            self.call(root, self.run_args())
+        return root
+
+    def run_args(self) -> list[str]:
+        return ["run", "--suite", "s.yaml", "--models", ",".join(MODELS),
+                "--api-base", self.server.url, "--concurrency", "4"]
+
+    @staticmethod
+    def judge_args() -> list[str]:
+        return ["judge", "--run", "s", "--judge", "openai/judge", "--concurrency", "4"]
+
+    def call(self, root: Path, args: list[str], prefix: list[str] | None = None) -> int:
+        done = subprocess.run([*(prefix or []), *KONKORD, *args], cwd=root, env=self.env,
+                              capture_output=True, text=True, timeout=300)
+        return done.returncode
+
+    # --- what Konkord held when it died ---------------------------------------------------
+    @staticmethod
+    def records(root: Path) -> dict[str, list[str]]:
+        out = {}
+        for stream in STREAM_KEYS:
+            path = root / "runs" / "s" / f"{stream}.jsonl"
+            lines = path.read_bytes().split(b"\n")[:-1] if path.exists() else []
+            out[stream] = [line.decode() for line in lines if _whole(line)]
+        return out
+
+    def held_keys(self, root: Path, records: dict[str, list[str]]) -> set[str]:
+        cache = ResponseCache(root / ".konkord" / "cache")
+        return set(cache._load_index())
+
+    def request_key(self, body: dict[str, Any]) -> str:
+        model = f"openai/{body['model']}"
+        judging = "VERDICT" in user_text(body)
+        settings = judge_settings(8192, self.server.url) if judging else CallSettings(
+            api_base=self.server.url
+        )
+        return ModelClient(cache_dir=None).cache_key(model, body["messages"], settings)
+
+    # --- one trial ---------------------------------------------------------------------------
+    def check_files(self, root: Path, label: str) -> None:
+        for path in [root / "runs" / "s" / "run.json", root / "results" / "s.json"]:
+            if path.exists():
+                try:
+                    json.loads(path.read_text())
+                except ValueError:
+                    self.tally.broken_files.append(f"{label}: {path.name}")
+
+    def after_kill(self, root: Path, label: str, args: list[str], sent_before: int) -> None:
+        self.tally.kills += 1
+        self.check_files(root, label)
+        before = self.records(root)
+        held = self.held_keys(root, before)
+        asked_during = [self.request_key(b) for b in self.server.requests[sent_before:]]
+        mark = len(self.server.requests)
+        code = self.call(root, args)
+        if code != 0:
+            self.tally.failed_reruns.append(f"{label}: exit {code}")
+        after = self.records(root)
+        for stream, lines in before.items():
+            self.tally.records_lost += len(set(lines) - set(after[stream]))
+        asked_again = [self.request_key(b) for b in self.server.requests[mark:]]
+        self.tally.paid_twice += sum(1 for key in asked_again if key in held)
+        during = set(asked_during)
+        self.tally.lost_in_flight += sum(1 for k in asked_again if k in during and k not in held)
+        self.check_files(root, label)
+        self.check_complete(root, label)
+
+    def check_complete(self, root: Path, label: str) -> None:
+        for stream, expected in (("answers", ANSWERS), ("verdicts", VERDICTS)):
+            lines = self.records(root)[stream]
+            if not lines:
+                continue
+            keys = Counter(record_key(stream, json.loads(line)) for line in lines)
+            if len(keys) != expected or max(keys.values()) > 1:
+                self.tally.failed_reruns.append(f"{label}: {stream} {len(keys)} keys, dup")
+
+    def strace_kill(self, stage: str, target: str, when: int) -> None:
+        assert STRACE is not None
+        root = self.project(with_answers=stage != "run")
+        if stage == "report":
+            self.call(root, self.judge_args())
+        args = {"run": self.run_args(), "judge": self.judge_args(),
+                "report": ["report", "--run", "s", "--resamples", "50"]}[stage]
+        if target == "fsync":
+            prefix = [STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync",
+                      "-e", f"inject=fsync:signal=KILL:when={when}"]
+        else:
+            path = (root / target).resolve()
+            prefix = [STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=write",
+                      "-e", f"inject=write:signal=KILL:when={when}", "-P", str(path)]
+        sent = len(self.server.requests)
+        code = self.call(root, args, prefix)
+        label = f"{stage} {target} #{when}"
+        if code not in (137, -9):
+            self.tally.not_landed.append(label)
+        else:
+            self.after_kill(root, label, args, sent)
+        shutil.rmtree(root, ignore_errors=True)
+
+    def random_kill(self, stage: str) -> None:
+        root = self.project(with_answers=stage == "judge")
+        args = self.run_args() if stage == "run" else self.judge_args()
+        log = root / "runs" / "s" / ("answers.jsonl" if stage == "run" else "verdicts.jsonl")
+        sent = len(self.server.requests)
+        child = subprocess.Popen([*KONKORD, *args], cwd=root, env=self.env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not (log.exists() and log.stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(random.uniform(0.0, 1.5))
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+            self.after_kill(root, f"{stage} random", args, sent)
+        else:
+            self.tally.not_landed.append(f"{stage} random (finished first)")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _whole(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--random", type=int, default=10, help="random kills per stage")
+    parser.add_argument("--seed", type=int, default=13)
+    options = parser.parse_args()
+    random.seed(options.seed)
+    server = OpenAIServer(responder)
+    server._httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    server.start()
+    harness = Harness(server)
+    started = time.monotonic()
+    try:
+        # the harness reads the cache right: every reply of a clean run is found in it
+        root = harness.project(with_answers=True)
+        held = harness.held_keys(root, {})
+        keys = [harness.request_key(b) for b in server.requests]
+        assert keys and all(k in held for k in keys), "request keys do not match the cache"
+        shutil.rmtree(root, ignore_errors=True)
+        if STRACE:
+            plan = [("run", "fsync", 1)]
+            plan += [("run", f, w) for f in ("runs/s/answers.jsonl",
+                                             ".konkord/cache/responses.jsonl") for w in (1, 2, 5)]
+            plan += [("judge", f, w) for f in ("runs/s/verdicts.jsonl", "runs/s/prompts.jsonl",
+                                               ".konkord/cache/responses.jsonl") for w in (1, 2, 5)]
+            plan += [("run", "runs/s/run.json", 1), ("report", "fsync", 1)]
+            for stage, target, when in plan:
+                harness.strace_kill(stage, target, when)
+                print(f"  strace {stage} {target} #{when}: kills so far {harness.tally.kills}",
+                      flush=True)
+        else:
+            print("strace not installed: only random kills", flush=True)
+        for stage in ("run", "judge"):
+            for _ in range(options.random):
+                harness.random_kill(stage)
+            print(f"  random kills during {stage}: done", flush=True)
+    finally:
+        server.stop()
+    t = harness.tally
+    print(f"\nkills landed: {t.kills}; never fired: {len(t.not_landed)} {t.not_landed}")
+    print(f"records lost: {t.records_lost}")
+    print(f"calls paid twice (reply already held by Konkord): {t.paid_twice}")
+    print(f"replies lost in flight by the kill, asked again: {t.lost_in_flight}")
+    print(f"torn or empty rewritten files: {len(t.broken_files)} {t.broken_files}")
+    print(f"reruns that did not finish cleanly: {len(t.failed_reruns)} {t.failed_reruns}")
+    print(f"time: {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
