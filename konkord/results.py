@@ -486,6 +486,9 @@ class TaskView(Strict):
     id: str
     prompt: str
     reference: str | None = None
+    tests: str | None = Field(
+        default=None, description="The task's tests, as the suite gives them (code suites)."
+    )
     answers: list[AnswerView]
     comparisons: list[ComparisonView]
 

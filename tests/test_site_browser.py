@@ -175,7 +175,7 @@ def test_hostile_answers_execute_nothing_and_keep_the_layout(
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("script, iframe, form, input, img").count() == 0
     # Clicking the hostile link does nothing either.
-    link = page.get_by_text("click me", exact=False).first
+    link = page.locator(".answers-grid").get_by_text("click me", exact=False).first
     link.click()
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.url.startswith(f"{base}/hostile/tasks/hostile/")

@@ -256,7 +256,7 @@ def test_task_page_shows_answers_verdicts_flips_and_labels(
         assert ("flipped" in article.get_text()) == comparison.flipped
         if comparison.labels:
             assert "ana chose" in article.select_one(".labels").get_text()
-    assert "compiles: failed (SyntaxError)" in soup.get_text()
+    assert "compiles failed: SyntaxError" in soup.get_text()
     # The deep link from the tasks index points here.
     index = page(public, "alpha/tasks/")
     assert index.find("a", href=f"{task.id}/index.html") is not None

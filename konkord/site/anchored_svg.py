@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from markupsafe import Markup, escape
 
 from konkord.results import AnchoredRating, Interval, ModelRating
-from konkord.site.svg import LABEL_WIDTH, MARGIN, PLOT_WIDTH, _num, _pct, _short
+from konkord.site.svg import FOREST_PAD, FOREST_WIDTH, _num, _pct, _short, axis_parts
 
-ROW_HEIGHT = 34
+ROW_HEIGHT = 50
 
 
 def _line(iv: Interval, y: float, css: str, scale: Callable[[float], float]) -> list[str]:
@@ -37,32 +37,31 @@ def anchored_plot(
     """Judge-only and anchored win-rate intervals, one pair of lines per model."""
     by_model = {r.model: r for r in anchored}
     rows = [(r, by_model[r.model]) for r in judge if r.model in by_model]
-    width = LABEL_WIDTH + PLOT_WIDTH + MARGIN
-    height = MARGIN + ROW_HEIGHT * len(rows) + 30
+    # Labels stand above their two lines (as in the forest plot), so the picture stays
+    # narrow and its text legible when a phone shrinks it.
+    width = FOREST_WIDTH
+    top = 22
+    axis_y = top + ROW_HEIGHT * len(rows)
+    height = axis_y + 26
+    plot = width - 2 * FOREST_PAD
 
     def x(value: float) -> float:
-        return LABEL_WIDTH + PLOT_WIDTH * min(max(value, 0.0), 1.0)
+        return FOREST_PAD + plot * min(max(value, 0.0), 1.0)
 
     parts = [
         f'<svg class="forest anchored" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
     ]
-    axis_y = MARGIN + ROW_HEIGHT * len(rows)
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        dash = ' stroke-dasharray="4 3"' if tick == 0.5 else ""
-        parts.append(
-            f'<line x1="{_num(x(tick))}" y1="{MARGIN - 6}" x2="{_num(x(tick))}" y2="{axis_y}" '
-            f'class="grid"{dash}/>'
-            f'<text x="{_num(x(tick))}" y="{axis_y + 18}" text-anchor="middle" '
-            f'class="tick">{tick * 100:.0f}%</text>'
-        )
-    for index, (judged, people) in enumerate(rows):
-        top = MARGIN + ROW_HEIGHT * index
+    for index in range(len(rows)):
         band = "band-a" if index % 2 else "band-b"
         parts.append(
-            f'<rect x="0" y="{_num(top)}" width="{width}" height="{ROW_HEIGHT}" class="{band}"/>'
+            f'<rect x="0" y="{_num(top + ROW_HEIGHT * index)}" width="{width}" '
+            f'height="{ROW_HEIGHT}" class="{band}"/>'
         )
+    parts += axis_parts(x, top, axis_y)
+    for index, (judged, people) in enumerate(rows):
+        row_top = top + ROW_HEIGHT * index
         j, p = judged.win_rate_vs_field, people.win_rate_vs_field
         summary = (
             f"{judged.model}: judge {_pct(j.estimate)} ({_pct(j.low)} to {_pct(j.high)}); "
@@ -70,11 +69,11 @@ def anchored_plot(
         )
         parts.append(f'<g class="row"><title>{escape(summary)}</title>')
         parts.append(
-            f'<text x="{LABEL_WIDTH - 8}" y="{_num(top + ROW_HEIGHT / 2 + 4)}" text-anchor="end" '
-            f'class="label">{escape(_short(judged.model))}</text>'
+            f'<text x="{FOREST_PAD}" y="{_num(row_top + 14)}" class="label">'
+            f"{escape(_short(judged.model, 54))}</text>"
         )
-        parts += _line(j, top + ROW_HEIGHT * 0.32, "judge-only", x)
-        parts += _line(p, top + ROW_HEIGHT * 0.68, "people", x)
+        parts += _line(j, row_top + 26, "judge-only", x)
+        parts += _line(p, row_top + 40, "people", x)
         parts.append("</g>")
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -92,6 +92,23 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
     }
 
 
+def checks_table(results: Results) -> dict[str, Any] | None:
+    """Executed checks as one row per model (in the first judge's rank order, else as listed)
+    and one column per check, so a model's record reads across and a check's down."""
+    if not results.pass_rates:
+        return None
+    checks = list(dict.fromkeys(p.check for p in results.pass_rates))
+    ranked = [r.model for r in results.judge_blocks[0].ratings] if results.judge_blocks else []
+    models = list(dict.fromkeys([*ranked, *results.models, *(p.model for p in results.pass_rates)]))
+    cells = {(p.model, p.check): p for p in results.pass_rates}
+    rows = [
+        {"model": model, "cells": [cells.get((model, check)) for check in checks]}
+        for model in models
+        if any((model, check) in cells for check in checks)
+    ]
+    return {"checks": checks, "rows": rows}
+
+
 def leaderboard_context(results: Results) -> dict[str, Any]:
     sections = judge_sections(results)
     for section in sections:
@@ -99,6 +116,7 @@ def leaderboard_context(results: Results) -> dict[str, Any]:
     return {
         "sections": sections,
         "pass_rates": results.pass_rates,
+        "checks_table": checks_table(results),
         "cost": results.cost,
         "results_href": f"results/{results.run}.json",
     }

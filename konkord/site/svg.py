@@ -6,7 +6,7 @@ is escaped, because model names come from runs.json and are not ours to trust.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -42,17 +42,50 @@ def _short(label: str, limit: int = 30) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+# The forest plot stacks each label above its interval, so the picture stays 400 units wide
+# and its text stays legible when a phone shrinks it to the screen (13 units -> 11.6 px at 390).
+FOREST_WIDTH = 400
+FOREST_ROW = 40
+FOREST_PAD = 20
+
+
+def axis_parts(
+    x: Callable[[float], float], top: float, bottom: float, label_mid: bool = True
+) -> list[str]:
+    """Grid lines and tick labels at 0, 25, 50, 75 and 100%; the 50% line (the field average)
+    stands out. Drawn after the row bands, so no band hides a line."""
+    parts = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        css = "mid" if tick == 0.5 else "grid"
+        dash = ' stroke-dasharray="5 3"' if tick == 0.5 else ""
+        parts.append(
+            f'<line x1="{_num(x(tick))}" y1="{_num(top)}" x2="{_num(x(tick))}" '
+            f'y2="{_num(bottom)}" class="{css}"{dash}/>'
+            f'<text x="{_num(x(tick))}" y="{_num(bottom + 18)}" text-anchor="middle" '
+            f'class="tick">{tick * 100:.0f}%</text>'
+        )
+    if label_mid:
+        parts.append(
+            f'<text x="{_num(x(0.5) + 4)}" y="{_num(top - 3)}" class="tick mid-label">'
+            "50%: an average opponent</text>"
+        )
+    return parts
+
+
 def forest_plot(rows: Sequence[ForestRow], title: str) -> Markup:
     """Win rate against the field with its interval, one row per model in rank order.
 
     The dashed line at 50% is the field average: a model whose interval crosses it is not
     shown to differ from an average opponent.
     """
-    width = LABEL_WIDTH + PLOT_WIDTH + MARGIN
-    height = MARGIN + ROW_HEIGHT * len(rows) + 30
+    width = FOREST_WIDTH
+    top = 22
+    axis_y = top + FOREST_ROW * len(rows)
+    height = axis_y + 26
+    plot = width - 2 * FOREST_PAD
 
     def x(value: float) -> float:
-        return LABEL_WIDTH + PLOT_WIDTH * min(max(value, 0.0), 1.0)
+        return FOREST_PAD + plot * min(max(value, 0.0), 1.0)
 
     parts = [
         f'<svg class="forest" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -60,29 +93,21 @@ def forest_plot(rows: Sequence[ForestRow], title: str) -> Markup:
         f'role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
     ]
-    axis_y = MARGIN + ROW_HEIGHT * len(rows)
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        dash = ' stroke-dasharray="4 3"' if tick == 0.5 else ""
-        parts.append(
-            f'<line x1="{_num(x(tick))}" y1="{MARGIN - 6}" x2="{_num(x(tick))}" '
-            f'y2="{axis_y}" class="grid"{dash}/>'
-        )
-        parts.append(
-            f'<text x="{_num(x(tick))}" y="{axis_y + 18}" text-anchor="middle" '
-            f'class="tick">{tick * 100:.0f}%</text>'
-        )
     for index, row in enumerate(rows):
-        y = MARGIN + ROW_HEIGHT * index + ROW_HEIGHT / 2
         band = "band-a" if row.group % 2 else "band-b"
         parts.append(
-            f'<rect x="0" y="{_num(y - ROW_HEIGHT / 2)}" width="{width}" height="{ROW_HEIGHT}" '
-            f'class="{band}"/>'
+            f'<rect x="0" y="{_num(top + FOREST_ROW * index)}" width="{width}" '
+            f'height="{FOREST_ROW}" class="{band}"/>'
         )
+    parts += axis_parts(x, top, axis_y)
+    for index, row in enumerate(rows):
+        y0 = top + FOREST_ROW * index
+        y = y0 + 28
         summary = f"{row.label}: {_pct(row.estimate)} ({_pct(row.low)} to {_pct(row.high)})"
         parts.append(f'<g class="row"><title>{escape(summary)}</title>')
         parts.append(
-            f'<text x="{LABEL_WIDTH - 8}" y="{_num(y + 4)}" text-anchor="end" '
-            f'class="label">{escape(_short(row.label))}</text>'
+            f'<text x="{FOREST_PAD}" y="{_num(y0 + 14)}" class="label">'
+            f"{escape(_short(row.label, 54))}</text>"
         )
         if row.low is not None and row.high is not None:
             parts.append(
@@ -123,7 +148,7 @@ def heatmap(
     A cell of `supported` (row above column is a claim the data supports) is outlined."""
     n = len(labels)
     cell = 44
-    left = LABEL_WIDTH
+    left = 30  # rows are numbered like the columns; the legend under the plot names them
     top = 26
     width = left + cell * n + 4
     height = top + cell * n + 4
@@ -142,7 +167,7 @@ def heatmap(
         y = top + cell * i
         parts.append(
             f'<text x="{left - 8}" y="{_num(y + cell / 2 + 4)}" text-anchor="end" '
-            f'class="label">{i + 1}. {escape(_short(row_label, 26))}</text>'
+            f'class="label">{i + 1}</text>'
         )
         for j in range(n):
             p = matrix[i][j] if i < len(matrix) and j < len(matrix[i]) else None

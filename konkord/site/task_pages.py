@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from konkord.results import Results
+from konkord.results import ComparisonView, Results, TaskView
 from konkord.site.contexts import judge_sections
 from konkord.site.formatting import anchor
 
@@ -37,11 +37,57 @@ def task_context(results: Results, index: int) -> dict[str, Any]:
         {"judge": judge, "id": judge_ids.get(judge, anchor("judge", judge)), "comparisons": items}
         for judge, items in by_judge.items()
     ]
+    for number, group in enumerate(groups):
+        group["open"] = number == 0
     previous_task = results.tasks[index - 1].id if index > 0 else None
     next_task = results.tasks[index + 1].id if index + 1 < len(results.tasks) else None
     return {
         "task": task,
         "groups": groups,
+        "pairs": answer_pairs(task),
         "previous_task": previous_task,
         "next_task": next_task,
     }
+
+
+# A pair view repeats its two answers; longer ones are linked instead, so a page of n answers
+# never carries a huge one n times over.
+PAIR_TEXT_LIMIT = 20_000
+
+
+def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
+    """Every pair of answers, to read side by side with every judge's verdict on it (one pair
+    at a time: the page shows the pair its address names, `#pair-...`, with no script)."""
+    answers = {answer.model: answer for answer in task.answers}
+    verdicts: dict[frozenset[str], list[ComparisonView]] = {}
+    for comparison in task.comparisons:
+        verdicts.setdefault(frozenset((comparison.model_a, comparison.model_b)), []).append(
+            comparison
+        )
+    pairs = []
+    for i, first in enumerate(task.answers):
+        for second in task.answers[i + 1 :]:
+            key = frozenset((first.model, second.model))
+            judged = verdicts.get(key, [])
+            left, right = (
+                (judged[0].model_a, judged[0].model_b) if judged else (first.model, second.model)
+            )
+            pairs.append(
+                {
+                    "id": pair_anchor(left, right),
+                    "model_a": left,
+                    "model_b": right,
+                    "answer_a": answers[left],
+                    "answer_b": answers[right],
+                    "verdicts": judged,
+                    "inline": all(
+                        len(answers[m].text or "") <= PAIR_TEXT_LIMIT for m in (left, right)
+                    ),
+                }
+            )
+    return pairs
+
+
+def pair_anchor(model_a: str, model_b: str) -> str:
+    """The id of a pair's side-by-side view on its task page."""
+    return anchor("pair", model_a, model_b)

@@ -122,6 +122,7 @@ def task_views(
                 id=task.id,
                 prompt=task.prompt,
                 reference=task.reference,
+                tests=task.tests,
                 answers=answer_views,
                 comparisons=comparisons,
             )
