@@ -131,6 +131,16 @@ def test_a_rigged_int_crosses_as_its_true_value() -> None:
     assert reason == "test failed at tests.py line 1: assert add(2, 3) == 5"
 
 
+def test_the_answer_cannot_redefine_the_builtins_the_tests_use() -> None:
+    tests = "assert len(items(3)) == 3\nassert isinstance(items(1), list)\n"
+    assert result_of("def items(n):\n    return [0] * n\n", tests) == (True, "")
+    rigged = "def items(n):\n    return 'no'\ndef len(x):\n    return 3\n"
+    assert result_of(rigged, tests) == (
+        False, "test failed at tests.py line 1: assert len(items(3)) == 3")
+    rigged = "def items(n):\n    return 'no'\ndef isinstance(x, kind):\n    return True\n"
+    assert not result_of(rigged, tests.replace("len(items(3)) == 3", "items(3)"))[0]
+
+
 def test_the_answer_cannot_read_the_tests_or_reach_into_the_tests_objects() -> None:
     answer = (
         "import os\n"
