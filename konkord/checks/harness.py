@@ -9,7 +9,6 @@ only, here. The verdict is written to STATUS, a descriptor only this process hol
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import sys
 
@@ -26,7 +25,7 @@ else:
 def report(status_fd: int, status: dict[str, Any]) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    os.write(status_fd, json.dumps(status).encode())
+    os.write(status_fd, wire.dumps(status).encode())
     os._exit(0)
 
 

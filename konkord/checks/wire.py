@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import importlib
-import json
 import operator
 import sys
 
@@ -58,6 +57,58 @@ BASE_VALUES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
     (tuple, lambda v: tuple(tuple.__iter__(v))), (list, lambda v: list(list.__iter__(v))),
     (dict, lambda v: dict(dict.items(v))), (frozenset, frozenset), (set, set),
 )  # fmt: skip
+
+
+def _constant(name: str) -> float:
+    return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+class _Strict:
+    """The decoding options the json module would pass to its C scanner."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_constant)
+
+
+def _no_default(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not plain data")
+
+
+try:  # json's C core, without the json package: importing it (re, enum...) costs each check
+    import _json
+
+    _scan = _json.make_scanner(_Strict())  # type: ignore[arg-type]
+    _encode = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ":",
+                                 ",", False, False, True)
+
+    def dumps(value: object) -> str:
+        """Compact JSON for plain data (dicts with text keys, lists, text, numbers)."""
+        return "".join(_encode(value, 0))
+
+    def loads(text: str) -> object:
+        """The value of one JSON document with nothing around it; ValueError otherwise."""
+        try:
+            value, end = _scan(text, 0)
+        except StopIteration:
+            raise ValueError("not JSON") from None
+        if end != len(text):
+            raise ValueError("extra data after the JSON value")
+        return value
+
+except ImportError:  # another Python: the json package does the same, a little slower
+    import json
+
+    def dumps(value: object) -> str:
+        """Compact JSON for plain data (dicts with text keys, lists, text, numbers)."""
+        return json.dumps(value, separators=(",", ":"))
+
+    def loads(text: str) -> object:
+        """The value of one JSON document; ValueError otherwise."""
+        return json.loads(text)
 
 
 class ProtocolError(Exception):
@@ -254,7 +305,7 @@ class Channel:
 
     # -- messages ----------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        line = dumps(message).encode() + b"\n"
         self.writer.write(line)
         self.writer.flush()
 
@@ -265,7 +316,7 @@ class Channel:
         if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
             raise ProtocolError(f"a message longer than {MAX_MESSAGE} bytes")
         try:
-            message = json.loads(line)
+            message = loads(line[:-1].decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise ProtocolError(f"a message that is not JSON ({type(exc).__name__})") from None
         if type(message) is not dict or type(message.get("op")) is not str:

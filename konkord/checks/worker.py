@@ -8,7 +8,6 @@ the tests passed: the answer's code could rewrite every line of this file while 
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import sys
@@ -24,7 +23,8 @@ else:
 
 def main() -> None:
     requests, replies = int(sys.argv[1]), int(sys.argv[2])
-    for name, (soft, hard) in json.loads(sys.argv[3]).items():
+    rlimits: dict[str, list[int]] = wire.loads(sys.argv[3])  # type: ignore[assignment]
+    for name, (soft, hard) in rlimits.items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
     here = os.path.dirname(os.path.abspath(__file__))
     with open(os.path.join(here, "answer.py")) as handle:
