@@ -252,6 +252,11 @@ def test_a_reply_without_logprobs_is_a_failure_not_a_guess(
     records = [r for r in EvidenceLog(run.run_dir).records("verdicts") if r["judge"] == CHEAP]
     assert {r["reason"] for r in records} == {"no_logprobs"}
     assert len(calls_by(openai_server, STRONG)) == 6  # nothing was read, so all escalate
+    # The provider is fixed: the rerun asks the first pass afresh instead of reusing the cache.
+    openai_server.responder = responder
+    cascade(run)
+    assert len(calls_by(openai_server, CHEAP)) == 12
+    assert missing_calls(run, plan_of(run)) == 0  # type: ignore[arg-type]
 
 
 def test_samples_give_the_vote_share(project: Path, openai_server: OpenAIServer) -> None:

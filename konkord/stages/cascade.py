@@ -43,6 +43,7 @@ from konkord.stages.judge import (
 from konkord.stages.judge_call import ask_judge, judge_messages, judge_settings, message_sha
 from konkord.stages.judge_summary import tally_consistency
 from konkord.stopping import one_writer, unless_not_launched
+from konkord.verdicts import load_verdicts
 
 TOP_LOGPROBS = 5
 
@@ -159,6 +160,12 @@ async def first_pass_run(
     done = _first_pass_done(spec, log, plan, items)
     tally.already_recorded = len(done)
     todo = [item for item in items if item.key not in done]
+    # A reply that could not be read is asked afresh, not served again from the cache.
+    unreadable = {
+        (r["task_id"], r["model_a"], r["model_b"], r["order"], plan.first_pass)
+        for r in load_verdicts(log, plan.first_pass)
+        if r.get("reason") in ("no_verdict_line", "no_logprobs")
+    }
     if todo:
         _record_prompt(log, spec, system_prompt, plan.first_pass)
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -171,14 +178,16 @@ async def first_pass_run(
         async with gate:
             if plan.samples is None:
                 asked = replace(settings, top_logprobs=TOP_LOGPROBS)
-                record, calls = await ask_judge(spec, item, client, asked, fhash)
+                use_cache = item.key not in unreadable
+                record, calls = await ask_judge(spec, item, client, asked, fhash, use_cache)
                 record = _with_logprobs(record, calls)
             else:
                 samples: list[Record] = []
                 calls = []
                 for seed in range(plan.samples):
                     sampled = replace(settings, temperature=1.0, seed=seed)
-                    one, made = await ask_judge(spec, item, client, sampled, fhash)
+                    use_cache = item.key not in unreadable
+                    one, made = await ask_judge(spec, item, client, sampled, fhash, use_cache)
                     samples.append(one)
                     calls += made
                 record = _from_samples(item, samples, plan.confidence)
