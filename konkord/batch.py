@@ -39,79 +39,12 @@ from konkord.batch_format import (
     safe_base,
 )
 from konkord.batch_resume import ResumedRequests, find_batch, open_batches
-from konkord.calls import CallResult, CallSettings, Message, ResponseCache
+from konkord.batch_spool import PendingRequest, Spool, Tally
+from konkord.calls import CallResult, CallSettings, Message
 from konkord.credentials import secret_values
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record, now_iso
 from konkord.llm import ModelClient, env_float, load_litellm
-
-
-@dataclass
-class _Request:
-    """One distinct request waiting for its reply; callers asking the same thing share it."""
-
-    key: str
-    model: str
-    settings: CallSettings
-    futures: list[asyncio.Future[CallResult]]
-    spool: Path
-    offset: int
-    length: int
-    attempts: int = 0
-
-
-@dataclass
-class _Spool:
-    """A JSONL file of requests being written for one route; sealed when full or quiet."""
-
-    route: Route
-    path: Path
-    requests: dict[str, _Request] = field(default_factory=dict)
-    size: int = 0
-    handle: Any = None
-
-    def write(self, line: bytes) -> int:
-        if self.handle is None:
-            self.handle = open(self.path, "ab")  # noqa: SIM115 (closed in seal)
-        offset = self.size
-        self.handle.write(line)
-        self.size += len(line)
-        return offset
-
-    def seal(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
-
-
-class _Tally:
-    """What a collected batch gave: failures, cost, and the replies to cache (in bulk)."""
-
-    def __init__(self, cache: ResponseCache | None) -> None:
-        self.cache = cache
-        self.seen: set[str] = set()
-        self.failed = 0
-        self.cost: float | None = 0.0
-        self._pending: list[tuple[str, CallResult]] = []
-
-    def add(self, request: _Request, result: CallResult) -> CallResult:
-        self.seen.add(request.key)
-        result.attempts = request.attempts + 1
-        if not result.ok:
-            self.failed += 1
-            return result
-        if self.cost is not None:
-            self.cost = None if result.cost_usd is None else self.cost + result.cost_usd
-        if self.cache is not None:
-            self._pending.append((request.key, result))
-            if len(self._pending) >= 2000:
-                self.flush()
-        return result
-
-    def flush(self) -> None:
-        if self.cache is not None and self._pending:
-            self.cache.put_many(self._pending)
-        self._pending = []
 
 
 @dataclass
@@ -126,8 +59,8 @@ class BatchClient(ModelClient):
     )
     max_bytes: int = MAX_BYTES
     on_status: Callable[[str], None] | None = None
-    _spools: dict[Route, _Spool] = field(default_factory=dict, init=False)
-    _waiting: dict[str, _Request] = field(default_factory=dict, init=False)
+    _spools: dict[Route, Spool] = field(default_factory=dict, init=False)
+    _waiting: dict[str, PendingRequest] = field(default_factory=dict, init=False)
     _collected: dict[str, CallResult] = field(default_factory=dict, init=False)
     _resumed: asyncio.Lock | None = field(default=None, init=False)
     _resume_done: bool = field(default=False, init=False)
@@ -191,10 +124,10 @@ class BatchClient(ModelClient):
     ) -> None:
         route = self._route(model, settings.api_base)
         line = request_line(key, route, messages, settings)
-        request = _Request(key, model, settings, [future], Path(), 0, len(line))
+        request = PendingRequest(key, model, settings, [future], Path(), 0, len(line))
         self._add(route, request, line)
 
-    def _add(self, route: Route, request: _Request, line: bytes) -> None:
+    def _add(self, route: Route, request: PendingRequest, line: bytes) -> None:
         """Write one request line to its route's spool; seal and submit a full spool."""
         spool = self._spools.get(route)
         if spool is not None and (
@@ -203,7 +136,7 @@ class BatchClient(ModelClient):
             self._submit(spool)
             spool = None
         if spool is None:
-            spool = self._spools[route] = _Spool(route, self._new_spool_path())
+            spool = self._spools[route] = Spool(route, self._new_spool_path())
             self._start(self._when_quiet(route, spool))
         request.spool, request.offset = spool.path, spool.write(line)
         spool.requests[request.key] = request
@@ -222,7 +155,7 @@ class BatchClient(ModelClient):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _when_quiet(self, route: Route, spool: _Spool) -> None:
+    async def _when_quiet(self, route: Route, spool: Spool) -> None:
         """Submit a spool once no request has joined it for `quiet_s` (all callers have asked)."""
         while self._spools.get(route) is spool:
             seen = len(spool.requests)
@@ -230,7 +163,7 @@ class BatchClient(ModelClient):
             if self._spools.get(route) is spool and len(spool.requests) == seen:
                 self._submit(spool)
 
-    def _submit(self, spool: _Spool) -> None:
+    def _submit(self, spool: Spool) -> None:
         if self._spools.get(spool.route) is spool:
             del self._spools[spool.route]
         spool.seal()
@@ -238,7 +171,7 @@ class BatchClient(ModelClient):
 
     # --- one batch, start to end -----------------------------------------------------------
 
-    async def _run(self, spool: _Spool) -> None:
+    async def _run(self, spool: Spool) -> None:
         try:
             batch_id, input_file_id = await self._upload_and_create(spool)
             await self._poll_and_collect(batch_id, spool.route, spool.requests, input_file_id)
@@ -252,7 +185,7 @@ class BatchClient(ModelClient):
             if not isinstance(exc, Exception):
                 raise
 
-    async def _upload_and_create(self, spool: _Spool) -> tuple[str, str]:
+    async def _upload_and_create(self, spool: Spool) -> tuple[str, str]:
         litellm = load_litellm()
         creds = spool.route.credentials()
         with open(spool.path, "rb") as handle:
@@ -316,7 +249,7 @@ class BatchClient(ModelClient):
                 raise BatchError(f"--batch: could not {what}: {_short_error(exc)}") from None
 
     async def _poll_and_collect(
-        self, batch_id: str, route: Route, requests: dict[str, _Request], input_file_id: str
+        self, batch_id: str, route: Route, requests: dict[str, PendingRequest], input_file_id: str
     ) -> None:
         litellm = load_litellm()
         creds = route.credentials()
@@ -341,7 +274,7 @@ class BatchClient(ModelClient):
                 break
             await asyncio.sleep(self.poll_s)
         started = time.perf_counter()
-        tally = _Tally(self._response_cache())
+        tally = Tally(self._response_cache())
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 async for entry in self._lines(str(file_id), creds):
@@ -384,7 +317,7 @@ class BatchClient(ModelClient):
             f"({time.perf_counter() - started:.1f} s)"
         )
 
-    def _deliver(self, request: _Request, result: CallResult) -> None:
+    def _deliver(self, request: PendingRequest, result: CallResult) -> None:
         """Hand a reply to its callers, or queue a transient failure for the next batch."""
         if (
             not result.ok
@@ -430,7 +363,7 @@ class BatchClient(ModelClient):
         async for entry in json_lines(chunks):
             yield entry
 
-    def _result_of(self, entry: Record, request: _Request) -> CallResult:
+    def _result_of(self, entry: Record, request: PendingRequest) -> CallResult:
         """A batch output or error line as the CallResult a live call would have given."""
         if self._secrets is None:
             self._secrets = secret_values()

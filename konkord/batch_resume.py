@@ -17,8 +17,9 @@ from konkord.calls import CallSettings
 from konkord.evidence import EvidenceLog, Record
 
 if TYPE_CHECKING:
-    from konkord.batch import BatchClient, _Request
+    from konkord.batch import BatchClient
     from konkord.batch_format import Route
+    from konkord.batch_spool import PendingRequest
 
 OPEN = ("uploaded", "submitted")
 
@@ -59,7 +60,7 @@ async def find_batch(client: BatchClient, route: Route, input_file_id: str) -> s
         after = str(last["id"] if isinstance(last, dict) else last.id)
 
 
-class ResumedRequests(dict[str, "_Request"]):
+class ResumedRequests(dict[str, "PendingRequest"]):
     """The requests of a batch submitted by an earlier process: every custom_id in its files
     belongs to it, and is made up on first sight (its callers have not asked yet)."""
 
@@ -70,9 +71,9 @@ class ResumedRequests(dict[str, "_Request"]):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str)
 
-    def __missing__(self, key: str) -> _Request:
-        from konkord.batch import _Request
+    def __missing__(self, key: str) -> PendingRequest:
+        from konkord.batch_spool import PendingRequest
 
-        request = _Request(key, self.model, CallSettings(), [], Path(), 0, 0)
+        request = PendingRequest(key, self.model, CallSettings(), [], Path(), 0, 0)
         self[key] = request
         return request
