@@ -45,6 +45,7 @@ from konkord.credentials import secret_values
 from konkord.errors import KonkordError
 from konkord.evidence import EvidenceLog, Record, now_iso
 from konkord.llm import ModelClient, env_float, load_litellm
+from konkord.stopping import STOP, StopRequested
 
 
 @dataclass
@@ -185,7 +186,25 @@ class BatchClient(ModelClient):
             if not isinstance(exc, Exception):
                 raise
 
+    async def _nap(self, batch_id: str) -> None:
+        """Wait poll_s before the next status read; after Ctrl-C, stop waiting.
+
+        Nothing is lost by stopping: the batch is in the evidence and the provider keeps
+        running it, so the same command collects it later.
+        """
+        end = time.monotonic() + self.poll_s
+        while True:
+            if STOP.requested:
+                self._say(f"batch {batch_id}: left running; the same command collects it later")
+                raise StopRequested("stopped by Ctrl-C while the batch runs at the provider")
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, 0.5))
+
     async def _upload_and_create(self, spool: Spool) -> tuple[str, str]:
+        if STOP.requested:  # after Ctrl-C nothing new is submitted (nothing paid yet)
+            raise StopRequested("stopped by Ctrl-C before this batch was submitted")
         litellm = load_litellm()
         creds = spool.route.credentials()
         with open(spool.path, "rb") as handle:
@@ -272,7 +291,7 @@ class BatchClient(ModelClient):
                 last = status
             if status in TERMINAL:
                 break
-            await asyncio.sleep(self.poll_s)
+            await self._nap(batch_id)
         started = time.perf_counter()
         tally = Tally(self._response_cache())
         for file_id in (batch.output_file_id, batch.error_file_id):

@@ -271,10 +271,11 @@ def test_safe_base_drops_credentials() -> None:
     assert safe_base("https://user:pw@host:8000/v1?key=abc") == "https://host:8000/v1"
 
 
-def test_kill_9_between_submit_and_collect_resumes_by_polling(
-    demo: RunSpec, batch_server: BatchServer, project: Path
-) -> None:
-    batch_server.hold = True
+def start_judge_and_wait_for_submission(
+    spec: RunSpec, server: BatchServer, project: Path
+) -> subprocess.Popen[bytes]:
+    """`konkord judge --batch` in a child process, returned once its batch is on record."""
+    server.hold = True
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen(
         [sys.executable, "-m", "konkord.cli", "judge", "--run", "demo", "--batch"],
@@ -284,34 +285,56 @@ def test_kill_9_between_submit_and_collect_resumes_by_polling(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    batches = EvidenceLog(demo.run_dir).path("batches")
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if batches.exists() and b'"submitted"' in batches.read_bytes():
-                break
-            if child.poll() is not None:
-                pytest.fail(f"the judge ended early: {child.stderr.read().decode()}")  # type: ignore[union-attr]
-            time.sleep(0.05)
-        else:
-            pytest.fail("the batch was never recorded")
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-    finally:
-        batch_server.hold = False
-    log = EvidenceLog(demo.run_dir)
-    assert not log.path("verdicts").exists() or not log.records("verdicts")
-    assert len(batch_server.batch_creates) == 1
+    batches = EvidenceLog(spec.run_dir).path("batches")
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if batches.exists() and b'"submitted"' in batches.read_bytes():
+            return child
+        if child.poll() is not None:
+            pytest.fail(f"the judge ended early: {child.stderr.read().decode()}")  # type: ignore[union-attr]
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGKILL)
+    pytest.fail("the batch was never recorded")
 
-    summary = judge(demo, batch_client(demo))
-    assert len(batch_server.batch_creates) == 1  # polled, never resubmitted
-    assert len(batch_server.requests) == CALLS  # every request answered (paid) once
+
+def assert_resumed_without_resubmitting(spec: RunSpec, server: BatchServer) -> None:
+    server.hold = False
+    log = EvidenceLog(spec.run_dir)
+    assert not log.path("verdicts").exists() or not log.records("verdicts")
+    assert len(server.batch_creates) == 1
+    summary = judge(spec, batch_client(spec))
+    assert len(server.batch_creates) == 1  # polled, never resubmitted
+    assert len(server.requests) == CALLS  # every request answered (paid) once
     assert summary.tallies[JUDGE].judged == CALLS
     keys = Counter(record_key("verdicts", r) for r in log.records("verdicts"))
     assert len(keys) == CALLS and set(keys.values()) == {1}
     assert [b["status"] for b in log.records("batches")] == [
         "uploaded", "submitted", "collected"
     ]
+
+
+def test_kill_9_between_submit_and_collect_resumes_by_polling(
+    demo: RunSpec, batch_server: BatchServer, project: Path
+) -> None:
+    child = start_judge_and_wait_for_submission(demo, batch_server, project)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    assert_resumed_without_resubmitting(demo, batch_server)
+
+
+def test_ctrl_c_while_a_batch_runs_stops_at_once_and_leaves_it_to_collect(
+    demo: RunSpec, batch_server: BatchServer, project: Path
+) -> None:
+    child = start_judge_and_wait_for_submission(demo, batch_server, project)
+    os.killpg(child.pid, signal.SIGINT)
+    try:
+        _, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+    assert child.returncode == 130
+    assert b"left running; the same command collects it later" in err
+    assert_resumed_without_resubmitting(demo, batch_server)
 
 
 def test_a_batch_created_but_never_recorded_is_found_by_its_file_not_resubmitted(
