@@ -17,15 +17,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-    from konkord.checks import wire
+    from konkord.checks import plain, wire
 else:
+    import plain
     import wire
 
 
 def report(status_fd: int, status: dict[str, Any]) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    os.write(status_fd, wire.dumps(status).encode())
+    os.write(status_fd, plain.dumps(status).encode())
     os._exit(0)
 
 

@@ -39,6 +39,7 @@ from konkord.errors import KonkordError
 SANDBOXES = ("bwrap", "none")
 WORKER = Path(__file__).resolve().parent / "worker.py"
 WIRE = Path(__file__).resolve().parent / "wire.py"
+PLAIN = Path(__file__).resolve().parent / "plain.py"
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 NOBODY = 65534
 INSIDE_DIR = "/run/konkord"  # the program, read-only; the working directory is /tmp
@@ -203,7 +204,7 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
         for folder in (program_dir, trusted_dir, work_dir):
             folder.mkdir()
         for name, text in (("worker.py", WORKER.read_text()), ("wire.py", WIRE.read_text()),
-                           ("answer.py", answer)):
+                           ("plain.py", PLAIN.read_text()), ("answer.py", answer)):
             Path(program_dir, name).write_text(text)
             Path(program_dir, name).chmod(0o644)
         _write_wire_pyc(program_dir)
@@ -301,21 +302,23 @@ def _wait(proc: subprocess.Popen[bytes], until: float) -> int | None:
 
 
 @functools.cache
-def _wire_pyc() -> bytes:
-    """wire.py compiled once per process, as a .pyc the worker may load without checking
-    its source's date (each check copies wire.py afresh; compiling it costs every check)."""
+def _compiled(source: Path) -> bytes:
+    """A module compiled once per process, as a .pyc the worker may load without checking
+    its source's date (each check copies the module afresh; compiling it costs every check)."""
     with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp, "wire.pyc")
-        py_compile.compile(str(WIRE), cfile=str(target), doraise=True,
+        target = Path(tmp, "module.pyc")
+        py_compile.compile(str(source), cfile=str(target), doraise=True,
                            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
         return target.read_bytes()
 
 
 def _write_wire_pyc(program_dir: Path) -> None:
-    """Put the compiled wire.py where the worker's Python looks; another version ignores it."""
+    """Put compiled wire.py and plain.py where the worker's Python looks; another Python
+    version has another cache tag and ignores them."""
     cache = program_dir / "__pycache__"
     cache.mkdir()
-    pyc = cache / f"wire.{sys.implementation.cache_tag}.pyc"
-    pyc.write_bytes(_wire_pyc())
-    pyc.chmod(0o644)
+    for source in (WIRE, PLAIN):
+        pyc = cache / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+        pyc.write_bytes(_compiled(source))
+        pyc.chmod(0o644)
     cache.chmod(0o755)

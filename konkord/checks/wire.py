@@ -1,7 +1,8 @@
 """The line between the tests (trusted) and the answer (sandboxed): values cross as plain data.
 
 Both sides import this file: the trusted harness (harness.py) and the sandboxed worker
-(worker.py, copied into the sandbox with this file). It uses the standard library only.
+(worker.py, copied into the sandbox with this file and plain.py). It uses the standard library
+only (typing, base64 and traceback are not imported on the way to a pass: each costs start-up).
 
 One JSON object per line, in both directions, strictly nested like a call stack: a side that
 sent a request reads until its reply comes, serving any request the other side sends first (a
@@ -22,20 +23,17 @@ import operator
 import sys
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every check a few milliseconds
-if TYPE_CHECKING:  # typing, base64 and traceback cost the harness's start-up; none is needed
+if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, BinaryIO
+
+    from konkord.checks import plain
+else:
+    import plain
 
 MAX_MESSAGE = 32 * 1024 * 1024  # bytes of one JSON line
 MAX_DEPTH = 200  # nesting of one value
 MAX_NESTING = 64  # callbacks inside calls inside callbacks...
-# Classes (and typing forms) of these modules cross by name, so that `from typing import Any`
-# or `from collections import OrderedDict` in the answer reaches the tests as the real thing.
-STDLIB_BY_NAME = frozenset({
-    "typing", "collections", "collections.abc", "dataclasses", "enum", "fractions",
-    "decimal", "datetime", "abc",
-})  # fmt: skip
-SCALARS = (type(None), bool, int, float, str)
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "iter": iter,
@@ -50,69 +48,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-# Subclasses of builtin types cross as the builtin value, read with the base type's own methods
-# (an int subclass with a rigged __int__ or __eq__ still crosses as its true int value).
-BASE_VALUES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
-    (int, int.__int__), (float, float.__float__), (str, str.__str__),
-    (tuple, lambda v: tuple(tuple.__iter__(v))), (list, lambda v: list(list.__iter__(v))),
-    (dict, lambda v: dict(dict.items(v))), (frozenset, frozenset), (set, set),
-)  # fmt: skip
-
-
-def _constant(name: str) -> float:
-    return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
-
-
-class _Strict:
-    """The decoding options the json module would pass to its C scanner."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = staticmethod(_constant)
-
-
-def _no_default(value: object) -> object:
-    raise TypeError(f"{type(value).__name__} is not plain data")
-
-
-try:  # json's C core, without the json package: importing it (re, enum...) costs each check
-    import _json
-
-    _scan = _json.make_scanner(_Strict())  # type: ignore[arg-type]
-    _encode = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ":",
-                                 ",", False, False, True)
-
-    def dumps(value: object) -> str:
-        """Compact JSON for plain data (dicts with text keys, lists, text, numbers)."""
-        return "".join(_encode(value, 0))
-
-    def loads(text: str) -> object:
-        """The value of one JSON document with nothing around it; ValueError otherwise."""
-        try:
-            value, end = _scan(text, 0)
-        except StopIteration:
-            raise ValueError("not JSON") from None
-        if end != len(text):
-            raise ValueError("extra data after the JSON value")
-        return value
-
-except ImportError:  # another Python: the json package does the same, a little slower
-    import json
-
-    def dumps(value: object) -> str:
-        """Compact JSON for plain data (dicts with text keys, lists, text, numbers)."""
-        return json.dumps(value, separators=(",", ":"))
-
-    def loads(text: str) -> object:
-        """The value of one JSON document; ValueError otherwise."""
-        return json.loads(text)
-
-
-class ProtocolError(Exception):
-    """A message that breaks the protocol: the other side is broken or hostile."""
+ProtocolError = plain.ProtocolError
 
 
 class Closed(ProtocolError):
@@ -182,18 +118,6 @@ class Remote:
     __hash__ = object.__hash__
 
 
-def _by_name(value: Any) -> list[str] | None:
-    """(module, name) when `value` is a public class of a module in STDLIB_BY_NAME."""
-    if not isinstance(value, type) and type(value).__module__ != "typing":
-        return None
-    module = getattr(value, "__module__", None)
-    name = getattr(value, "__qualname__", None) or getattr(value, "_name", None)
-    if module not in STDLIB_BY_NAME or not isinstance(name, str) or not name.isidentifier():
-        return None
-    found = sys.modules.get(module)
-    return [module, name] if found is not None and getattr(found, name, None) is value else None
-
-
 class Channel:
     """One end of the line. `trusted` is the tests' end, which accepts less than it gives."""
 
@@ -219,11 +143,11 @@ class Channel:
                 if value is arg and type(arg) in (list, dict, set):
                     return {"arg": i}
         kind = type(value)
-        if kind in SCALARS:
+        if kind in plain.SCALARS:
             return value
         if not self.trusted:
             value, kind = self._base_value(value, kind)
-        if kind in SCALARS:
+        if kind in plain.SCALARS:
             return value
         down = depth + 1
         if kind is list:
@@ -242,7 +166,7 @@ class Channel:
                               for v in (value.start, value.stop, value.step)]}
         if isinstance(value, Remote) and object.__getattribute__(value, "_channel") is self:
             return {"back": object.__getattribute__(value, "_ref")}
-        named = _by_name(value)
+        named = plain.by_name(value)
         if named is not None:
             return {"stdlib": named}
         ref = self.export_ids.get(id(value))
@@ -255,7 +179,7 @@ class Channel:
     @staticmethod
     def _base_value(value: Any, kind: type) -> tuple[Any, type]:
         """The builtin value inside an instance of a builtin type's subclass (worker side)."""
-        for base, convert in BASE_VALUES:
+        for base, convert in plain.BASE_VALUES:
             if isinstance(value, base) and kind is not base:
                 converted = convert(value)
                 return converted, type(converted)
@@ -266,7 +190,7 @@ class Channel:
         if depth > MAX_DEPTH:
             raise ProtocolError("a value nested too deeply")
         kind = type(data)
-        if kind in SCALARS:
+        if kind in plain.SCALARS:
             return data
         down = depth + 1
         if kind is list:
@@ -296,7 +220,7 @@ class Channel:
             return self.imports[inner]
         if tag == "stdlib" and type(inner) is list and len(inner) == 2:
             module, name = inner
-            if module in STDLIB_BY_NAME and isinstance(name, str) and name.isidentifier() \
+            if module in plain.STDLIB_BY_NAME and isinstance(name, str) and name.isidentifier() \
                     and not name.startswith("_"):
                 found = getattr(importlib.import_module(module), name, None)
                 if isinstance(found, type) or type(found).__module__ == "typing":
@@ -305,7 +229,7 @@ class Channel:
 
     # -- messages ----------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
-        line = dumps(message).encode() + b"\n"
+        line = plain.dumps(message).encode() + b"\n"
         self.writer.write(line)
         self.writer.flush()
 
@@ -316,7 +240,7 @@ class Channel:
         if len(line) > MAX_MESSAGE or not line.endswith(b"\n"):
             raise ProtocolError(f"a message longer than {MAX_MESSAGE} bytes")
         try:
-            message = loads(line[:-1].decode("utf-8"))
+            message = plain.loads(line[:-1].decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise ProtocolError(f"a message that is not JSON ({type(exc).__name__})") from None
         if type(message) is not dict or type(message.get("op")) is not str:
@@ -374,7 +298,7 @@ class Channel:
             index = int(key)
             if not 0 <= index < len(passed):
                 raise ProtocolError("an argument state for no argument")
-            _sync(passed[index], self.decode(state))
+            plain.sync(passed[index], self.decode(state))
         value = reply.get("value")
         if type(value) is dict and set(value) == {"arg"}:
             index = value["arg"]
@@ -474,16 +398,3 @@ class Channel:
             except Closed:
                 return
             self.serve(message)
-
-
-def _sync(target: Any, state: Any) -> None:
-    """Make a list, dict or set the tests passed hold what the answer left in its copy."""
-    if type(target) is list and type(state) is list:
-        if target != state:
-            target[:] = state
-    elif type(target) in (dict, set) and type(state) is type(target):
-        if target != state:
-            target.clear()
-            target.update(state)
-    else:
-        raise ProtocolError("an argument state of the wrong type")

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:
-    from konkord.checks import wire
+    from konkord.checks import plain, wire
 else:
+    import plain
     import wire
 
 
 def main() -> None:
     requests, replies = int(sys.argv[1]), int(sys.argv[2])
-    rlimits: dict[str, list[int]] = wire.loads(sys.argv[3])  # type: ignore[assignment]
+    rlimits: dict[str, list[int]] = plain.loads(sys.argv[3])  # type: ignore[assignment]
     for name, (soft, hard) in rlimits.items():
         resource.setrlimit(getattr(resource, name), (soft, hard))
     here = os.path.dirname(os.path.abspath(__file__))
