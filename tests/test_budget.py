@@ -5,6 +5,7 @@ without paying for anything twice."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,46 @@ def test_a_model_without_a_price_cannot_run_under_a_cap(demo: Path) -> None:
     code, output = judge_cli("--max-cost", "1", "--judge", "openai/unpriced-judge")
     assert code != 0
     assert "no price is known for openai/unpriced-judge" in output
+
+
+def test_batches_under_a_cap_submit_only_what_fits_and_a_rerun_finishes(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from openai_batch_server import BatchServer
+
+    from konkord.door import make_client
+    from konkord.stages.judge import judge_run
+
+    monkeypatch.setenv("KONKORD_BATCH_POLL", "0.01")
+    server = BatchServer(content_judge).start()
+    try:
+        spec = resolve_run("demo")
+        spec = replace(spec, settings=replace(spec.settings, api_base=server.url))
+        one_call = count_tokens(JUDGE, judge_messages(spec, calls_to_make(spec, (JUDGE,))[0]))
+        upper = (one_call * PRICE_IN + 8192 * PRICE_OUT) / 2  # batch prices
+        client = make_client(spec, batch=True, max_cost=10.5 * upper)
+        asyncio.run(judge_run(spec, (JUDGE,), client, concurrency=10**9))
+        assert client.budget is not None and client.budget.closed
+        # every call waits for its batch, so all are in flight together: ten fit under the cap
+        assert len(server.requests) == 10
+        assert len(EvidenceLog(spec.run_dir).records("verdicts")) == 10
+
+        client = make_client(spec, batch=True, max_cost=1)
+        asyncio.run(judge_run(spec, (JUDGE,), client, concurrency=10**9))
+        assert len(EvidenceLog(spec.run_dir).records("verdicts")) == CALLS
+        prompts = [r["messages"][1]["content"] for r in server.requests]
+        assert len(prompts) == len(set(prompts)) == CALLS
+    finally:
+        server.stop()
+
+
+def test_time_at_the_configured_rate_limits() -> None:
+    from konkord.budget import Estimate
+
+    assert Estimate("m", "judge", calls=1200, rpm=600).minutes() == 2.0
+    tokens = Estimate("m", "judge", calls=10, tokens_in=500_000, max_tokens_out=500_000,
+                      rpm=600, tpm=100_000)
+    assert tokens.minutes() == 10.0  # the token limit binds, not the request limit
+    assert Estimate("m", "judge", calls=10).minutes() is None
