@@ -1,15 +1,22 @@
-"""Benchmark `konkord build`: 10 runs x 200 tasks x 8 models, full build and no-change rebuild.
+"""Benchmark `konkord build` as people run it: whole processes on runs with evidence logs.
 
-Prints the full build time (aim: under 10 s), the no-change rebuild time (aim: under 1 s) and
-peak memory (VmHWM of the build's main process; a worker renders one run at a time, so its
-peak is close to the 1-worker figure: 89 MiB against 94 when last sampled). Each build runs in
-its own process, as a user runs it. The full build is measured with 1 worker (in process: its
-CPU time is what one free core would take) and with 2 workers (wall time, which depends on
-free cores), each into a fresh output folder so that both meet the same file system; with
---repeat N, each is built N times and the median is shown with the range.
+The project: 10 runs x 200 tasks x 8 models with one judge (defaults). Run 1's evidence is made
+for real, untimed, by `konkord build` with the sim provider (answers, both orders of every pair,
+the results file computed from them); the other runs are copies of it under their own names,
+so every run has an evidence log and every build checks each run's stages (answers, verdicts,
+labels, checks, results digest) before rendering, as it does for a real project.
 
-    python benchmarks/bench_build.py [--runs 10] [--tasks 200] [--models 8] [--judges 1]
-                                     [--repeat 1]
+Each figure is the whole `konkord build` process, interpreter start included, measured with
+--repeat runs (median [range]), beside its anchors measured in the same session: the start of
+`python -c pass` and of `konkord --help`. Peak memory is VmHWM of the build's main process and
+the largest peak of its render workers (ru_maxrss of its children).
+
+- full build, 1 worker and 2 workers, each into a fresh folder (aim: under 10 s);
+- no-change rebuild, as a user runs it again (aim: under 0.5 s);
+- the same without the build stamp, so every stage check and every page hash runs;
+- one template edited.
+
+    python benchmarks/bench_build.py [--runs 10] [--tasks 200] [--models 8] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,62 +32,82 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 
-from fixtures_site import make_results, write_project  # noqa: E402
-
+# `konkord build` exactly as the console script runs it, then the peaks on stderr's last line.
 BUILD = """
-import json, sys, time
-from pathlib import Path
-def peak_mib():
-    # VmHWM starts afresh at exec; ru_maxrss would carry over the benchmark's own peak.
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-started = time.perf_counter()
-cpu_started = time.process_time()
-from konkord.stages.build import build_site
-summary = build_site(Path(sys.argv[1]), offline=True, runs_file=Path("runs.json"))
-elapsed = time.perf_counter() - started
-print(json.dumps({"seconds": elapsed, "cpu": time.process_time() - cpu_started,
-                  "peak_mib": peak_mib(),
-                  "written": len(summary.written), "unchanged": summary.unchanged}))
+import json, resource, sys
+def peaks():
+    hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    sys.stderr.write("\\n" + json.dumps({"main_mib": hwm / 1024, "workers_mib": workers / 1024}))
+from konkord.cli import main
+sys.argv = ["konkord", *sys.argv[1:]]
+try:
+    main()
+finally:
+    peaks()
 """
 
 
-def run_build(root: Path, out: str = "public", workers: int | None = None) -> dict[str, float]:
+def konkord(root: Path, *args: str, workers: int | None = None) -> dict[str, float | str]:
+    """One whole `konkord` process in `root`: wall seconds, peaks, its last line of output."""
     env = dict(os.environ)
     if workers is not None:
         env["KONKORD_BUILD_WORKERS"] = str(workers)
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-c", BUILD, out],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
+        [sys.executable, "-c", BUILD, *args], cwd=root, capture_output=True, text=True, env=env
     )
-    figures: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
-    figures["wall"] = time.perf_counter() - started
-    return figures
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"konkord {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    peaks = json.loads(result.stderr.strip().splitlines()[-1])
+    lines = result.stdout.strip().splitlines()
+    return {"wall": wall, **peaks, "line": lines[-1] if lines else ""}
 
 
-def full_builds(root: Path, workers: int, repeat: int) -> dict[str, float]:
-    """`repeat` full builds with `workers`, each into a fresh folder; the median figures, and
-    the range of build times as `low` and `high`."""
-    runs = [run_build(root, f"public-{workers}w-{n}", workers) for n in range(repeat)]
-    median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-    seconds = [run["seconds"] for run in runs]
-    return {**median, "low": min(seconds), "high": max(seconds)}
+def start_time(command: list[str], repeat: int) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return times
 
 
-def spread(figures: dict[str, float]) -> str:
-    if figures["low"] == figures["high"]:
-        return ""
-    return f" [{figures['low']:.2f} to {figures['high']:.2f}]"
+def make_project(root: Path, n_runs: int, n_tasks: int, n_models: int) -> None:
+    """Run 1 made for real with the sim provider (untimed), the others copied under new names."""
+    for folder in ("templates", "content"):
+        shutil.copytree(REPO / folder, root / folder)
+    tasks = [
+        {"id": f"task-{k:03d}", "prompt": f"Explain item {k} of the list in a few sentences."}
+        for k in range(n_tasks)
+    ]
+    suite = {"name": "bench", "rubric": "Prefer the correct, complete answer.", "tasks": tasks}
+    (root / "suites").mkdir()
+    (root / "suites" / "bench.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    models = [
+        f"sim/m{i}:strength={1.5 - 3.0 * i / max(1, n_models - 1):.2f}" for i in range(n_models)
+    ]
+    entry = {"suite": "suites/bench.yaml", "models": models, "judges": ["sim-judge/referee"]}
+    names = [f"run-{k:02d}" for k in range(n_runs)]
+    runs_file = root / "runs.json"
+    runs_file.write_text(json.dumps({"runs": [{"name": names[0], **entry}]}, indent=1))
+    konkord(root, "build")
+    first = json.loads((root / "results" / f"{names[0]}.json").read_text())
+    for name in names[1:]:
+        shutil.copytree(root / "runs" / names[0], root / "runs" / name)
+        (root / "results" / f"{name}.json").write_text(json.dumps({**first, "run": name}, indent=1))
+    runs_file.write_text(json.dumps({"runs": [{"name": n, **entry} for n in names]}, indent=1))
+    shutil.rmtree(root / "public")
+    shutil.rmtree(root / ".konkord", ignore_errors=True)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main() -> None:
@@ -87,58 +115,68 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--models", type=int, default=8)
-    parser.add_argument("--judges", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=1, help="full builds per worker count")
+    parser.add_argument("--repeat", type=int, default=3, help="processes timed per figure")
     args = parser.parse_args()
-    models = [f"provider/model-{i}" for i in range(args.models)]
-    judges = [f"judge/j-{i}" for i in range(args.judges)]
-    load = os.getloadavg()[0]
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        runs = [
-            make_results(
-                f"run-{k:02d}",
-                models=models,
-                judges=judges,
-                n_tasks=args.tasks,
-                answer_words=150,
-                rationale_words=40,
-                seed=k,
+        started = time.perf_counter()
+        make_project(root, args.runs, args.tasks, args.models)
+        evidence = sum(p.stat().st_size for p in (root / "runs").rglob("*.jsonl"))
+        results = sum(p.stat().st_size for p in (root / "results").glob("*.json"))
+        print(
+            f"{args.runs} runs x {args.tasks} tasks x {args.models} models, 1 judge; evidence "
+            f"{evidence / 1e6:.0f} MB, results files {results / 1e6:.0f} MB (made in "
+            f"{time.perf_counter() - started:.0f} s, untimed); {os.cpu_count()} CPUs, load "
+            f"average {os.getloadavg()[0]:.1f}"
+        )
+        python = start_time([sys.executable, "-c", "pass"], args.repeat)
+        helptext = start_time([sys.executable, "-m", "konkord.cli", "--help"], args.repeat)
+        print(f"anchors: python -c pass {spread(python)}; konkord --help {spread(helptext)}")
+
+        for workers in (1, 2):
+            runs = []
+            for n in range(args.repeat):
+                shutil.rmtree(root / ".konkord", ignore_errors=True)
+                runs.append(
+                    konkord(root, "build", "--out", f"public-{workers}w-{n}", workers=workers)
+                )
+            walls = [float(r["wall"]) for r in runs]
+            print(
+                f"full build, {workers} worker{'s' if workers > 1 else ' '}: {spread(walls)}; peak "
+                f"memory main {statistics.median(float(r['main_mib']) for r in runs):.0f} MiB, "
+                f"workers {statistics.median(float(r['workers_mib']) for r in runs):.0f} MiB; "
+                f"{runs[0]['line']}"
             )
-            for k in range(args.runs)
-        ]
-        write_project(root, runs)
-        size = sum(p.stat().st_size for p in (root / "results").glob("*.json"))
-        print(
-            f"{args.runs} runs x {args.tasks} tasks x {args.models} models, {args.judges} judge(s); "
-            f"results files {size / 1e6:.1f} MB; {os.cpu_count()} CPUs, load average {load:.1f}"
-        )
-        one = full_builds(root, 1, args.repeat)
-        pages = sum(1 for _ in (root / "public-1w-0").rglob("*.html"))
-        print(
-            f"full build, 1 worker:   {one['seconds']:.2f} s{spread(one)} ({one['cpu']:.2f} s CPU), "
-            f"{int(one['written'])} files ({pages} pages), peak memory {one['peak_mib']:.0f} MiB"
-        )
-        two = full_builds(root, 2, args.repeat)
-        print(
-            f"full build, 2 workers:  {two['seconds']:.2f} s{spread(two)} in the build "
-            f"({two['wall']:.2f} s with interpreter start), {int(two['written'])} files, "
-            f"peak memory {two['peak_mib']:.0f} MiB (main process)"
-        )
-        # The no-change rebuild and the template edit start from a complete build.
         (root / "public-2w-0").rename(root / "public")
-        again = run_build(root)
+        konkord(root, "build")  # the build a user made last, with its stamp
+        again = [konkord(root, "build") for _ in range(args.repeat)]
+        walls = [float(r["wall"]) for r in again]
         print(
-            f"no-change rebuild:      {again['seconds']:.2f} s ({again['cpu']:.2f} s CPU, "
-            f"{again['wall']:.2f} s with interpreter start), {int(again['written'])} files "
-            f"written, peak memory {again['peak_mib']:.0f} MiB"
+            f"no-change rebuild:      {spread(walls)} ({statistics.median(walls) / statistics.median(helptext):.1f}x "
+            f"konkord --help); peak memory {statistics.median(float(r['main_mib']) for r in again):.0f} MiB; "
+            f"{again[0]['line']}"
+        )
+        checked = []
+        for _ in range(args.repeat):
+            shutil.rmtree(root / ".konkord")
+            checked.append(konkord(root, "build"))
+        walls = [float(r["wall"]) for r in checked]
+        print(
+            f"no-change, no stamp:    {spread(walls)} (every stage check and page hash); peak "
+            f"memory {statistics.median(float(r['main_mib']) for r in checked):.0f} MiB; "
+            f"{checked[0]['line']}"
         )
         template = root / "templates" / "leaderboard.html"
-        template.write_text(template.read_text().replace("What the data supports", "Supported"))
-        edit = run_build(root)
-        print(
-            f"one template edited:    {edit['seconds']:.2f} s, {int(edit['written'])} files written"
-        )
+        edits = []
+        for n in range(args.repeat):
+            text = template.read_text()
+            marker = "{% endblock %}"
+            cut = text.rindex(marker)
+            template.write_text(f"{text[:cut]}<!-- edit {n} -->\n{text[cut:]}")
+            edits.append(konkord(root, "build"))
+        walls = [float(r["wall"]) for r in edits]
+        print(f"one template edited:    {spread(walls)}; {edits[0]['line']}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ first; when nothing differs and every output is still there, it says what it sai
 without importing pydantic, jinja2, numpy or litellm. Any difference, or a stamp written for
 other folders, or an output changed since, takes the full path, which checks every stage as
 before.
+
+Within the full path, each run has a stamp of its own (its settings, suite, evidence and
+results file): a run found complete before and unchanged since is not checked again, so a
+template edit re-renders pages without parsing every run's evidence logs.
 """
 
 from __future__ import annotations
@@ -173,6 +177,39 @@ def record(
         "outputs": _output_stats(out, sorted(outputs)),
     }
     write_bytes_if_changed(stamp_path(key), (json.dumps(stamp, indent=1) + "\n").encode())
+
+
+def _run_stamp(
+    run: str, settings: str, suite: Path, evidence: Path, results: Path
+) -> tuple[Path, dict[str, str], list[str], list[str]]:
+    # Hashed: the settings may hold an api_base, and a stamp file is no place for any part of it.
+    key = {"run": run, "settings": hashlib.sha256(settings.encode()).hexdigest()}
+    files, folders = _tree(evidence)
+    name = hashlib.sha256(run.encode()).hexdigest()[:16]
+    return STAMP_DIR / "runs" / f"{name}.json", key, [str(suite), str(results), *files], folders
+
+
+def run_checked(run: str, settings: str, suite: Path, evidence: Path, results: Path) -> bool:
+    """Whether one run's stages were all found complete with exactly these inputs: its
+    settings (`repr` of its spec without the suite), suite file, evidence and results file.
+    Then `konkord build` need not parse its evidence again to find nothing missing."""
+    path, key, files, folders = _run_stamp(run, settings, suite, evidence, results)
+    try:
+        stamp = json.loads(path.read_text())
+        return bool(
+            stamp["key"] == key and stamp["fingerprint"] == fingerprint(key, files, folders)
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def record_run_checked(run: str, settings: str, suite: Path, evidence: Path, results: Path) -> None:
+    """Stamp a run whose stages were all found complete (or just completed) with no note."""
+    from konkord.site.incremental import write_bytes_if_changed
+
+    path, key, files, folders = _run_stamp(run, settings, suite, evidence, results)
+    stamp = {"key": key, "fingerprint": fingerprint(key, files, folders)}
+    write_bytes_if_changed(path, (json.dumps(stamp, indent=1) + "\n").encode())
 
 
 def forget(out: Path, runs_file: Path, templates_dir: Path, content_dir: Path) -> None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -47,7 +48,7 @@ def test_an_unchanged_build_says_what_the_full_path_says_without_its_imports(
 ) -> None:
     _project(project)
     _build()
-    (stamp,) = (project / STAMP_DIR).iterdir()
+    (stamp,) = (project / STAMP_DIR).glob("*.json")
     stamp.unlink()
     full = _build()  # nothing to do, found the long way; stamps again
     assert "0 files written" in full and stamp.is_file()
@@ -72,7 +73,7 @@ def test_an_unchanged_build_says_what_the_full_path_says_without_its_imports(
 def test_every_kind_of_changed_input_takes_the_full_path(project: Path) -> None:
     _project(project)
     _build()
-    (stamp,) = (project / STAMP_DIR).iterdir()
+    (stamp,) = (project / STAMP_DIR).glob("*.json")
 
     # A template edit: its pages are rewritten.
     template = project / "templates" / "task.html"
@@ -107,3 +108,32 @@ def test_every_kind_of_changed_input_takes_the_full_path(project: Path) -> None:
     stamp.write_text(json.dumps(data))
     page.unlink()
     assert "1 files written" in _build() and page.is_file()
+
+
+def test_a_run_found_complete_is_not_checked_again_until_it_changes(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(project)
+    runs = json.loads((project / "runs.json").read_text())
+    runs["runs"][0]["api_base"] = "http://someone:hunter2-secret@127.0.0.1:9/v1"
+    (project / "runs.json").write_text(json.dumps(runs))
+    _build()
+    import konkord.stages.pipeline as pipeline
+
+    def refuse(*_args: object, **_kwargs: object) -> list[str]:
+        raise AssertionError("the run's stages were checked again")
+
+    monkeypatch.setattr(pipeline, "ensure_run", refuse)
+    # A template edit rebuilds pages without parsing the unchanged run's evidence.
+    template = project / "templates" / "task.html"
+    template.write_text(template.read_text().replace("All tasks", "Every task"))
+    assert "0 files written" not in _build().splitlines()[-1]
+    # New evidence: the run is checked again.
+    verdicts = project / "runs" / "sim-run" / "verdicts.jsonl"
+    with verdicts.open("a") as handle:
+        handle.write(verdicts.read_text().splitlines()[0] + "\n")
+    outcome = CliRunner().invoke(cli, ["build"])
+    assert isinstance(outcome.exception, AssertionError)
+    # No part of the api_base is written into a stamp.
+    for stamp in (project / STAMP_DIR).rglob("*.json"):
+        assert "hunter2" not in stamp.read_text()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from konkord import buildstamp
@@ -56,9 +56,20 @@ def ensure_stages(spec: RunSpec, offline: bool) -> list[str]:
 
     if not EvidenceLog(spec.run_dir).exists() and spec.results_path.exists():
         return []
+    # Found complete before, and nothing it depends on changed since: no need to parse the
+    # evidence again (a template edit must not re-read every run's logs).
+    settings = "|".join(
+        f"{f.name}={getattr(spec, f.name)!r}" for f in fields(spec) if f.name != "suite"
+    )
+    stamp = (spec.name, settings, spec.suite_path, spec.run_dir)
+    if buildstamp.run_checked(*stamp, spec.results_path):
+        return []
     from konkord.stages.pipeline import ensure_run
 
-    return ensure_run(spec, offline, lambda line: print(line, file=sys.stderr))
+    notes = ensure_run(spec, offline, lambda line: print(line, file=sys.stderr))
+    if not notes:
+        buildstamp.record_run_checked(*stamp, spec.results_path)
+    return notes
 
 
 def _same_path(a: str | Path, b: str | Path) -> bool:
