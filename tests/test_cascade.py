@@ -462,3 +462,18 @@ def test_build_runs_the_cascade_offline_demo_style(project: Path) -> None:
     ensure_run(spec, offline=True, echo=lambda _: None)
     assert (spec.run_dir / "verdicts.jsonl").read_bytes() == before
     assert spec.results_path.exists()
+
+
+def test_the_runs_other_judges_judge_every_pair_beside_the_cascade(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    write_project(project, openai_server.url)
+    runs = json.loads((project / "runs.json").read_text())
+    runs["runs"][0]["judges"] = [STRONG, "openai/panel-judge"]
+    (project / "runs.json").write_text(json.dumps(runs))
+    write_answers(resolve_run("demo"))
+    openai_server.responder = responder
+    result = CliRunner().invoke(cli, ["judge", "--run", "demo"])
+    assert result.exit_code == 0, result.output
+    assert len(calls_by(openai_server, CHEAP)) == 6 and len(calls_by(openai_server, STRONG)) == 4
+    assert len(calls_by(openai_server, "openai/panel-judge")) == 6

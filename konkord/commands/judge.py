@@ -102,7 +102,10 @@ def judge(
                 "judge without them, or without the cascade"
             )
         run_cascade(spec, plan, concurrency, max_tokens, api_base)
-        return
+        # the run's other judges, if any, judge every pair as usual
+        chosen = () if first_pass else tuple(j for j in chosen if j != plan.strong)
+        if not chosen:
+            return
     for note in preflight(spec, chosen):
         click.echo(f"note: {note}", err=True)
     click.echo(
