@@ -376,3 +376,16 @@ def test_an_upload_whose_batch_never_came_to_exist_is_abandoned_and_asked_again(
     statuses = {b["input_file_id"]: b["status"] for b in log.latest("batches").values()}
     assert statuses.pop("file-gone") == "abandoned"
     assert set(statuses.values()) == {"collected"}
+
+
+def test_batch_prices_come_from_litellms_batch_rates() -> None:
+    from konkord.llm import load_litellm
+
+    info = load_litellm().model_cost["gpt-4o-mini"]
+    rate_in, rate_out = info["input_cost_per_token_batches"], info["output_cost_per_token_batches"]
+    assert rate_in < info["input_cost_per_token"]  # a real discount, not the live price
+    client = BatchClient(cache_dir=None)
+    assert client.batch_cost("gpt-4o-mini", 1000, 200) == pytest.approx(
+        1000 * rate_in + 200 * rate_out
+    )
+    assert client.batch_cost("openai/no-such-model-18", 1000, 200) is None  # unknown, not free
