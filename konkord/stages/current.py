@@ -59,8 +59,16 @@ def system_prompt_for(log: EvidenceLog, frame_hash: str | None) -> str | None:
 
 
 def current_labels(log: EvidenceLog) -> list[Record]:
-    """The labels that stand now (a withdrawn label has no winner)."""
-    return [r for r in log.latest("labels").values() if r.get("winner") is not None]
+    """The labels that stand now (a withdrawn label has no winner), each with model_a <
+    model_b as verdicts have: the label app writes them so, but a label written the other way
+    round says the same and must count the same everywhere (its winner is a name, so it needs
+    no change), not only where a reader happens to sort the pair itself."""
+    latest: dict[tuple[str, str, str, str], Record] = {}
+    for record in log.records("labels"):
+        a, b = sorted((str(record.get("model_a")), str(record.get("model_b"))))
+        oriented = record if a == record.get("model_a") else {**record, "model_a": a, "model_b": b}
+        latest[(str(record.get("task_id")), a, b, str(record.get("labeller")))] = oriented
+    return [r for r in latest.values() if r.get("winner") is not None]
 
 
 def evidence_date(log: EvidenceLog) -> str | None:

@@ -135,8 +135,18 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
     return lines
 
 
+def _rank_range(rating: R.ModelRating | None) -> str:
+    """The panel's rank range ("1-3"), not its best rank alone: a bare "1" beside a "2" would
+    order two models the data does not separate."""
+    if rating is None or rating.rank_best is None or rating.rank_worst is None:
+        return ""
+    if rating.rank_best == rating.rank_worst:
+        return str(rating.rank_best)
+    return f"{rating.rank_best}-{rating.rank_worst}"
+
+
 def format_ranks(table: JudgeTable) -> list[str]:
-    """The panel ranking (rank groups, win rate against the field) beside each judge's own
+    """The panel ranking (rank ranges, win rate against the field) beside each judge's own
     order by point estimate."""
     if not table.rows:
         return []
@@ -155,13 +165,10 @@ def format_ranks(table: JudgeTable) -> list[str]:
         panel_cells = ""
         if panel:
             wr = rating.win_rate_vs_field if rating else None
-            rate = (
-                ""
-                if wr is None or wr.estimate is None
-                else f"{100 * wr.estimate:.0f}% "
-                f"({100 * (wr.low or 0):.0f}-{100 * (wr.high or 0):.0f}%)"
-            )
-            panel_cells = f"  {'' if rating is None else rating.rank:>5}  {rate:<20}"
+            rate = "" if wr is None or wr.estimate is None else f"{100 * wr.estimate:.0f}%"
+            if rate and wr is not None and wr.low is not None and wr.high is not None:
+                rate += f" ({100 * wr.low:.0f}-{100 * wr.high:.0f}%)"
+            panel_cells = f"  {_rank_range(rating):>5}  {rate:<20}"
         ranks = "".join(f"{row.places.get(model, '-'):>5}" for row in table.rows)
         lines.append(f"  {model:<{width}}{panel_cells}{ranks}")
     return lines

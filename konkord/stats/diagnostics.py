@@ -164,7 +164,10 @@ def wilson_interval(successes: float, n: float, level: float = 0.95) -> tuple[fl
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return float(centre - half), float(centre + half)
+    # At k = 0 or k = n the bound is exactly 0 or 1; floating point gives 1.0000000000000002.
+    low = 0.0 if successes <= 0 else max(0.0, float(centre - half))
+    high = 1.0 if successes >= n else min(1.0, float(centre + half))
+    return low, high
 
 
 def position_split(calls: Verdicts) -> PositionSplit:
