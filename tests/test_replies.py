@@ -139,3 +139,27 @@ def test_an_empty_reply_is_never_cached(project: Path, openai_server: OpenAIServ
         assert not result.ok and result.error_kind == "empty" and not result.cached
     assert len(openai_server.requests) == 2
     assert not (project / "responses.jsonl").exists()
+
+
+def test_a_failed_first_pass_reply_of_a_cascade_is_asked_afresh_too(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    import test_cascade as tc
+
+    tc.write_project(project, openai_server.url)
+    spec = tc.resolve_run("demo")
+    tc.write_answers(spec)
+    ambiguous = "VERDICT: 1\nActually no.\nVERDICT: 2"
+    openai_server.responder = lambda body, n: (
+        Reply(content=ambiguous) if body["model"] == tc.bare(tc.CHEAP) else tc.responder(body, n)
+    )
+    tc.cascade(spec)
+    first = [r for r in EvidenceLog(spec.run_dir).records("verdicts") if r["judge"] == tc.CHEAP]
+    assert {r["reason"] for r in first} == {"ambiguous"}
+    asked = len(tc.calls_by(openai_server, tc.CHEAP))
+
+    openai_server.responder = tc.responder
+    tc.cascade(spec)
+    assert len(tc.calls_by(openai_server, tc.CHEAP)) == 2 * asked  # fresh calls, not the cache
+    first = [r for r in EvidenceLog(spec.run_dir).records("verdicts") if r["judge"] == tc.CHEAP]
+    assert {r["kind"] for r in first[-asked:]} == {"verdict"}

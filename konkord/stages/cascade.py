@@ -37,13 +37,13 @@ from konkord.stages.judge import (
     ProgressCallback,
     _items,
     _record_prompt,
+    failed_keys,
     judge_run,
     preflight,
 )
 from konkord.stages.judge_call import ask_judge, judge_messages, judge_settings, message_sha
 from konkord.stages.judge_summary import tally_consistency
 from konkord.stopping import one_writer, unless_not_launched
-from konkord.verdicts import load_verdicts
 
 TOP_LOGPROBS = 5
 
@@ -160,12 +160,9 @@ async def first_pass_run(
     done = _first_pass_done(spec, log, plan, items)
     tally.already_recorded = len(done)
     todo = [item for item in items if item.key not in done]
-    # A reply that could not be read is asked afresh, not served again from the cache.
-    unreadable = {
-        (r["task_id"], r["model_a"], r["model_b"], r["order"], plan.first_pass)
-        for r in load_verdicts(log, plan.first_pass)
-        if r.get("reason") in ("no_verdict_line", "no_logprobs")
-    }
+    # A failed reply (unreadable, ambiguous, cut off, empty) is asked afresh, not served again
+    # from the cache.
+    unreadable = failed_keys(log, plan.first_pass, fhash)
     if todo:
         _record_prompt(log, spec, system_prompt, plan.first_pass)
     gate = asyncio.Semaphore(max(1, concurrency))

@@ -77,6 +77,16 @@ def _done_keys(
     return done
 
 
+def failed_keys(log: EvidenceLog, judge: str, fhash: str) -> set[tuple[str, str, str, str, str]]:
+    """Keys whose current record is a failure: a rerun asks them afresh, never from the cache
+    (the cache would hand back the same empty, cut-off or verdict-less reply)."""
+    return {
+        (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
+        for r in load_verdicts(log, judge, fhash)
+        if r.get("kind") == "failure"
+    }
+
+
 def planned_calls(spec: RunSpec, judges: tuple[str, ...] | list[str]) -> int:
     """How many judge calls a complete judging of the run takes (recorded ones included)."""
     items, _ = _items(spec, EvidenceLog(spec.run_dir), tuple(dict.fromkeys(judges)))
@@ -204,11 +214,7 @@ async def judge_run(
         done = _done_keys(spec, log, judge, fhash, items)
         tally.already_recorded = len(done)
         todo += [i for i in items if i.judge == judge and i.key not in done]
-        unparseable |= {  # failed replies: a rerun asks afresh, never the cache
-            (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
-            for r in load_verdicts(log, judge, fhash)
-            if r.get("kind") == "failure"
-        }
+        unparseable |= failed_keys(log, judge, fhash)
     if todo:
         for judge in judges:
             _record_prompt(log, spec, system_prompt, judge)
