@@ -6,7 +6,8 @@ interruption (exit 130) and a rerun continues from there, paying for nothing twi
 Ctrl-C aborts at once. Killing the in-flight calls instead would throw away replies the
 provider has already billed.
 
-One writer per run: a stage that pays for calls holds an exclusive lock on runs/<run>/.lock
+One writer per run: a stage that pays for calls holds an exclusive lock on
+.konkord/locks/<run>.lock (beside the evidence, not in it: the log stays what is committed)
 for its whole life (flock: released by the kernel when the process dies, so a kill -9 never
 leaves a stale lock). A second `konkord run` or `konkord judge` on the same run is refused
 before any call, naming the process that holds it. People labelling take no lock: labels are
@@ -36,7 +37,6 @@ from konkord.errors import KonkordError
 
 P = ParamSpec("P")
 T = TypeVar("T")
-LOCK_NAME = ".lock"
 
 
 class StopRequested(NotLaunched):
@@ -169,8 +169,9 @@ def run_lock(run_dir: Path, stage: str) -> Iterator[None]:
         finally:
             _held[key] -= 1
         return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    path = lock_path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -193,6 +194,11 @@ def run_lock(run_dir: Path, stage: str) -> Iterator[None]:
 
 
 _held: dict[str, int] = {}
+
+
+def lock_path(run_dir: Path) -> Path:
+    """Where the writer lock of a run lives: runs/NAME -> .konkord/locks/NAME.lock."""
+    return run_dir.parent.parent / ".konkord" / "locks" / f"{run_dir.name}.lock"
 
 
 def _holder(fd: int) -> str:
