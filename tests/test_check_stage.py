@@ -19,6 +19,7 @@ from konkord.runspec import RunSpec, write_manifest
 from konkord.stages.check import (
     check_pass_rates,
     check_run,
+    current_check_results,
     load_check_results,
     missing_checks,
     passes_tests,
@@ -155,6 +156,20 @@ def test_sandbox_none_is_recorded_and_redone_under_bwrap(spec: RunSpec) -> None:
     assert results[("add", "m/good", "tests")]["passed"] is True
     assert missing_checks(limited, "none") == 0
     assert missing_checks(limited, "bwrap") == 2  # the two tests results, not static ones
+
+
+def test_a_tests_result_decided_inside_the_answers_process_is_redone(spec: RunSpec) -> None:
+    limited = RunSpec(**{**spec.__dict__, "models": ("m/good",)})
+    check_run(limited, sandbox="none", limits=LIMITS)
+    log = EvidenceLog(spec.run_dir)
+    old = dict(load_check_results(log)[("add", "m/good", "tests")])
+    assert old["verdict_by"] == "harness"
+    del old["verdict_by"]  # as the launcher before the harness wrote it
+    log.append("checks", old)
+    assert missing_checks(limited, "none") == 1
+    assert ("add", "m/good", "tests") not in current_check_results(limited)
+    check_run(limited, sandbox="none", limits=LIMITS)
+    assert missing_checks(limited, "none") == 0
 
 
 def test_failed_generations_are_not_checked_but_counted(spec: RunSpec) -> None:

@@ -2,7 +2,8 @@
 
 Resumable like the other stages: a result is current while the answer text (answer_sha), and for
 `tests` the task's tests (tests_sha), are unchanged, so a rerun checks only new or changed answers.
-A `tests` result made without a sandbox is redone when the bwrap sandbox is asked for.
+A `tests` result made without a sandbox is redone when the bwrap sandbox is asked for, and one
+decided inside the answer's process (before the trusted harness) is redone in any case.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from konkord.suite import Task
 from konkord.verdicts import answer_sha
 
 CheckKey = tuple[str, str, str]  # (task_id, model, check)
+# Who decided a `tests` result: the harness outside the sandbox. Results from before it (no such
+# field) were decided in the answer's own process and are redone.
+VERDICT_BY = "harness"
 ProgressCallback = Callable[[int, int], None]
 
 
@@ -85,6 +89,8 @@ def _is_current(record: Record | None, item: CheckItem, sandbox: str) -> bool:
         return True
     if record.get("tests_sha") != tests_sha(item.task):
         return False
+    if record.get("verdict_by") != VERDICT_BY:
+        return False  # decided inside the answer's own process, where a pass could be forged
     return not (sandbox == "bwrap" and record.get("sandbox") == "none")
 
 
@@ -150,6 +156,7 @@ def _record(item: CheckItem, result: CheckResult, language: str | None,
     }
     if item.check == "tests":
         record["tests_sha"] = tests_sha(item.task)
+        record["verdict_by"] = VERDICT_BY
         record["limits"] = {
             "wall_s": limits.wall_s,
             "cpu_s": limits.cpu_s,
