@@ -205,3 +205,18 @@ def test_rank_picture_escapes_model_names() -> None:
     assert all(not k.startswith("on") for tag in soup.find_all(True) for k in tag.attrs)
     assert len(soup.find_all("polyline")) == 2
     assert hostile[:20] in soup.get_text()  # shown as text, shortened
+
+
+def test_a_cascade_row_says_it_is_a_cascade() -> None:
+    """The support demo ranks its strong judge on the cascade's verdicts: the table says so."""
+    from konkord.results import read_results
+    from konkord.stages.judges_print import format_judge_table
+    from konkord.stages.judges_table import judge_table
+
+    repo = Path(__file__).resolve().parent.parent
+    table = judge_table(read_results(repo / "results" / "demo-support-replies.json"))
+    cascades = [row for row in table.rows if row.cascade_first_pass]
+    assert [row.cascade_first_pass for row in cascades] == ["sim-judge/quick"]
+    lines = format_judge_table("demo-support-replies", table)
+    assert any("a cascade: first pass sim-judge/quick" in line for line in lines)
+    assert max(len(line) for line in lines if "cascade" in line) <= 100

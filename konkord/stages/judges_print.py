@@ -88,7 +88,13 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
         f'Judges of run "{run}", sorted by {table.sorted_by}',
         "(by point estimate: where the intervals below overlap, the order is not established):",
     ]
-    lines += [f"  J{row.number}  {row.judge}" for row in table.rows]
+    for row in table.rows:
+        lines.append(f"  J{row.number}  {row.judge}")
+        if row.cascade_first_pass:
+            lines.append(
+                f"      a cascade: first pass {row.cascade_first_pass} where confident, "
+                "this judge elsewhere"
+            )
     lines += ["", HEADER, *(_line(row) for row in table.rows)]
     hh = table.people
     if hh is not None:

@@ -39,6 +39,8 @@ class JudgeRow:
     by_turn: list[R.GroupCalibration] = field(default_factory=list)  # multi-turn tasks only
     # model -> place in this judge's ranking by point estimate (1 = top), ties broken by the fit
     places: dict[str, int] = field(default_factory=dict)
+    # a cascade: the strong judge's row holds the cascade's verdicts (first pass where accepted)
+    cascade_first_pass: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ def judge_table(results: R.Results) -> JudgeTable:
                 median_latency_s=cost.median_latency_s if cost else None,
                 places={r.model: k for k, r in enumerate(block.ratings, start=1)},
                 by_turn=list(cal.by_turn) if cal.status == "calibrated" else [],
+                cascade_first_pass=block.cascade.first_pass if block.cascade else None,
             )
         )
     sorted_by = "the order the run lists its judges"
