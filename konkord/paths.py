@@ -71,7 +71,8 @@ def require_inside(path: Path, what: str, project: Path = Path("."),
 
 
 def require_folder_inside(folder: Path, what: str, project: Path = Path(".")) -> None:
-    """`folder` and every symlink under it stay inside the project (else one PathError line).
+    """`folder` and every symlink under it stay inside the project, and everything else in it is
+    a regular file or a folder (else one PathError line).
 
     Konkord writes files under the run folder and the site folder; a symlink planted there
     (runs/demo/answers.jsonl -> /etc/passwd) would send a write out of the project."""
@@ -87,3 +88,5 @@ def require_folder_inside(folder: Path, what: str, project: Path = Path(".")) ->
                         raise PathError(f"{what} holds a symlink: {problem}")
                 elif entry.is_dir():
                     pending.append(Path(entry.path))
+                elif not entry.is_file():  # a FIFO would hang the next read, a device flood it
+                    raise PathError(f'{what} holds "{entry.path}", which is not a regular file')

@@ -208,3 +208,17 @@ def test_a_symlink_planted_in_the_run_or_site_folder_is_refused(
         'error: --out holds a symlink: "public/demo/tasks" is outside the project folder'
     )
     assert outside.read_text() == "precious"
+
+
+def test_a_fifo_in_the_run_folder_is_refused_instead_of_hanging(project: Path) -> None:
+    write_runs(project)
+    (project / "runs" / "demo").mkdir(parents=True)
+    os.mkfifo(project / "runs" / "demo" / "answers.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-m", "konkord.cli", "report", "--run", "demo"],
+        cwd=project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert one_line_error(done.stderr) == (
+        'error: the run folder holds "runs/demo/answers.jsonl", which is not a regular file'
+    )
