@@ -92,6 +92,15 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
     }
 
 
+# What each check the suite can declare measures, said under the table for the ones it has.
+CHECK_MEANINGS = {
+    "compiles": "the answer's code parses and compiles as Python (it is not run)",
+    "ruff_clean": "ruff's default rules find nothing in the code",
+    "mypy_clean": "mypy reports no error in the code",
+    "tests": "the task's own tests pass when run on the answer's code in a sandbox",
+}
+
+
 def checks_table(results: Results) -> dict[str, Any] | None:
     """Executed checks as one row per model (in the first judge's rank order, else as listed)
     and one column per check, so a model's record reads across and a check's down."""
@@ -106,7 +115,8 @@ def checks_table(results: Results) -> dict[str, Any] | None:
         for model in models
         if any((model, check) in cells for check in checks)
     ]
-    return {"checks": checks, "rows": rows}
+    meanings = [(check, CHECK_MEANINGS[check]) for check in checks if check in CHECK_MEANINGS]
+    return {"checks": checks, "rows": rows, "meanings": meanings}
 
 
 def leaderboard_context(results: Results) -> dict[str, Any]:
