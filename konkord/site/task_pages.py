@@ -72,6 +72,10 @@ def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
             left, right = (
                 (judged[0].model_a, judged[0].model_b) if judged else (first.model, second.model)
             )
+            # People label the pair, not a judge's verdict on it: say each label once.
+            labels = list(
+                {(lab.labeller, lab.winner): lab for c in judged for lab in c.labels}.values()
+            )
             pairs.append(
                 {
                     "id": pair_anchor(left, right),
@@ -80,6 +84,7 @@ def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
                     "answer_a": answers[left],
                     "answer_b": answers[right],
                     "verdicts": judged,
+                    "labels": labels,
                     "inline": all(
                         len(answers[m].text or "") <= PAIR_TEXT_LIMIT for m in (left, right)
                     ),
