@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO
 
 from konkord.results import read_results
+from konkord.site.formatting import justified_digits
 from konkord.stages.build import build_site
 from konkord.stages.judges_table import judge_table
 
@@ -96,13 +97,21 @@ def test_judges_page_shows_the_table_the_panel_and_the_picture(
     rows = page.locator("table.judge-table tbody tr")
     assert rows.locator(".judge-key").all_inner_texts() == [f"J{r.number}" for r in expected.rows]
     people = rows.locator("td.people .fig").all_inner_texts()
-    assert people == [f"{100 * (r.people.rate or 0):.1f}%" for r in expected.rows if r.people]
+    # At the precision the interval justifies: whole points when it spans 2 points or more.
+    assert people == [
+        f"{100 * (r.people.rate or 0):.{justified_digits(r.people.low, r.people.high)}f}%"
+        for r in expected.rows
+        if r.people
+    ]
+    assert all("." not in figure for figure in people), "the demo's intervals span points"
     assert expected.people is not None
     reference = page.locator("table.judge-table tfoot tr.reference")
     assert "People vs people" in reference.inner_text()
+    agreement = expected.people.agreement
+    digits = justified_digits(agreement.low, agreement.high)
     assert (
         reference.locator("td.people .fig").inner_text()
-        == f"{100 * (expected.people.agreement.rate or 0):.1f}%"
+        == f"{100 * (agreement.rate or 0):.{digits}f}%"
     )
     splits = rows.locator("td.split .fig").all_inner_texts()
     assert "75/25" in splits  # the position-biased judge

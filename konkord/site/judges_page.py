@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from konkord.results import Kappa, Proportion, Results, TaskMean
+from konkord.site.formatting import justified_digits
 from konkord.stages.judges_print import latency, money_per_1000, split_text
 from konkord.stages.judges_table import PANEL, JudgeTable, judge_table
 
@@ -28,12 +29,14 @@ def _cell(main: str, detail: str = "", muted: bool = False) -> dict[str, Any]:
 def cell_proportion(value: Proportion | None, missing: str = "n/a") -> dict[str, Any]:
     if value is None or value.rate is None:
         return _cell(missing, muted=True)
+    # As on the leaderboard: 81% (74-87%), not 81.2%, when the interval spans points.
+    digits = justified_digits(value.low, value.high)
     span = (
         ""
         if value.low is None or value.high is None
-        else f"{100 * value.low:.1f}{DASH}{100 * value.high:.1f}%, "
+        else f"{100 * value.low:.{digits}f}{DASH}{100 * value.high:.{digits}f}%, "
     )
-    return _cell(f"{100 * value.rate:.1f}%", f"{span}{value.k} of {value.n}")
+    return _cell(f"{100 * value.rate:.{digits}f}%", f"{span}{value.k} of {value.n}")
 
 
 def cell_kappa(value: Kappa | None, missing: str = "n/a") -> dict[str, Any]:
