@@ -167,10 +167,17 @@ def test_internal_links_name_a_file_so_they_work_from_disk(
             assert not target.path.endswith("/"), (path, anchor["href"], "a folder link")
             assert local.is_file(), (path, anchor["href"])
     assert 'href="/index.html"' in (public / "404.html").read_text()
-    assert (public / "_redirects").read_text().splitlines() == [
-        "/ /index.html 200",
-        "/*/ /:splat/index.html 200",
-    ]
+    rules = [line.split() for line in (public / "_redirects").read_text().splitlines()]
+    assert rules[:2] == [["/", "/index.html", "200"], ["/*/", "/:splat/index.html", "200"]]
+    # A folder typed without its slash is sent to the folder (served as it is, its relative
+    # links would miss); task folders are reached by links alone.
+    slashless = {source: (target, status) for source, target, status in rules[2:]}
+    assert slashless["/alpha"] == ("/alpha/", "301")
+    assert slashless["/alpha/calibration"] == ("/alpha/calibration/", "301")
+    assert slashless["/about"] == ("/about/", "301")
+    assert not any("/tasks/" in source for source in slashless)
+    for source, (target, _) in slashless.items():
+        assert target == source + "/" and (public / source[1:] / "index.html").is_file()
 
 
 def test_methodology_prints_the_prompt_from_the_results_file(

@@ -8,7 +8,7 @@ neither rendered nor written.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,21 @@ HEADERS = f"""/*
 REDIRECTS = """/ /index.html 200
 /*/ /:splat/index.html 200
 """
+# Cloudflare takes at most 2,000 static redirects per site.
+MAX_FOLDER_REDIRECTS = 1_900
+
+
+def redirects(outputs: Iterable[str]) -> str:
+    """REDIRECTS, then a 301 from each folder address typed without its slash (`/run`,
+    `/run/calibration`) to the folder: served as it is, the page's relative links would resolve
+    one level too high, and html_handling "none" answers it 404. Only the top two levels (runs,
+    their tabs, content pages): the many task folders are reached by links that name the file."""
+    folders = sorted(
+        path.removesuffix("/index.html")
+        for path in outputs
+        if path.endswith("/index.html") and path.count("/") <= 2
+    )[:MAX_FOLDER_REDIRECTS]
+    return REDIRECTS + "".join(f"/{folder} /{folder}/ 301\n" for folder in folders)
 
 
 def load_results_fast(path: Path, data: bytes | None = None) -> Results:
@@ -337,7 +352,7 @@ def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedR
             copy_results(writer, run)
     for name, text in (
         ("_headers", HEADERS),
-        ("_redirects", REDIRECTS),
+        ("_redirects", redirects(writer.current.outputs)),
         (".assetsignore", ".konkord-build.json\n"),
     ):
         data = text.encode()
