@@ -18,6 +18,7 @@ SHARED = REPO.parent / "shared"
 FAKE_KEY = "sk-konkord-test-KEY-7d1f0c9a"
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+SCREENSHOTS = pytest.StashKey[Path]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,3 +48,27 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Where browser tests keep screenshots for a person to look at: $KONKORD_SCREENSHOT_DIR, else
+    `screenshots/` in this session's pytest temporary folder (pytest keeps the last three). The
+    folder is printed at the end of the session."""
+    folder = Path(
+        os.environ.get("KONKORD_SCREENSHOT_DIR") or tmp_path_factory.getbasetemp() / "screenshots"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    request.config.stash[SCREENSHOTS] = folder
+    return folder
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    folder = config.stash.get(SCREENSHOTS, None)
+    if folder is not None:
+        count = len(list(folder.glob("*.png")))
+        terminalreporter.write_line(f"screenshots ({count}) kept in {folder}")

@@ -24,7 +24,6 @@ pytestmark = [
         not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
     ),
 ]
-SCREENSHOTS = Path(os.environ.get("KONKORD_SCREENSHOTS", "/tmp/konkord-screenshots"))
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -200,16 +199,17 @@ def test_hostile_answers_execute_nothing_and_keep_the_layout(
     watched.close()
 
 
-def test_screenshots_of_the_leaderboard(site: tuple[str, list[Results]], browser: Any) -> None:
+def test_screenshots_of_the_leaderboard(
+    site: tuple[str, list[Results]], browser: Any, screenshot_dir: Path
+) -> None:
     """Phone and laptop screenshots, kept for a person to look at (not compared)."""
     base, _ = site
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for name, width in (("phone", 390), ("laptop", 1280)):
         watched = Watched(browser, base, width)
         watched.page.goto(f"{base}/alpha/")
         assert watched.page.evaluate(
             "document.documentElement.scrollWidth <= window.innerWidth + 1"
         )
-        watched.page.screenshot(path=str(SCREENSHOTS / f"leaderboard-{name}.png"), full_page=False)
+        watched.page.screenshot(path=str(screenshot_dir / f"leaderboard-{name}.png"), full_page=False)
         watched.close()
-    assert (SCREENSHOTS / "leaderboard-phone.png").stat().st_size > 0
+    assert (screenshot_dir / "leaderboard-phone.png").stat().st_size > 0

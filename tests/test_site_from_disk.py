@@ -1,6 +1,7 @@
 """The fixture site opened from disk (file://) in Debian's headless Chromium, as the README
 says to open it: every page type at a laptop's and a phone's width, clicked through from the
-front page, with screenshots kept as test artifacts ($KONKORD_SCREENSHOTS)."""
+front page, with full-page screenshots kept as test artifacts (the `screenshot_dir` fixture:
+$KONKORD_SCREENSHOT_DIR, else pytest's temporary folder; printed at the end of the run)."""
 
 from __future__ import annotations
 
@@ -22,15 +23,19 @@ pytestmark = [
         not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
     ),
 ]
-SCREENSHOTS = Path(os.environ.get("KONKORD_SCREENSHOTS", "/tmp/konkord-screenshots"))
 WIDTHS = {"laptop": 1280, "phone": 390}
-# What the reader clicks, from the front page down to one pair of answers side by side.
+# What the reader clicks, from the front page through every page type of a run down to one
+# pair of answers side by side, then to the site's own pages.
 CLICKS = [
     ("leaderboard", "table.runs a >> nth=0"),
     ("calibration", "nav.tabs a:has-text('Calibration')"),
+    ("judges", "nav.tabs a:has-text('Judges')"),
+    ("methodology", "nav.tabs a:has-text('Methodology')"),
     ("tasks", "nav.tabs a:has-text('Tasks')"),
     ("task", "main table a >> nth=0"),
     ("pair", ".pair-picker a >> nth=0"),
+    ("about", "header.site nav a:has-text('About')"),
+    ("runs", "header.site nav a:has-text('Runs')"),
 ]
 SMALLEST_TEXT = """() => {
   let smallest = 99;
@@ -73,7 +78,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.mark.parametrize("device", list(WIDTHS))
 def test_click_through_from_disk_at_both_widths(
-    public: tuple[Path, list[Results]], browser: Any, device: str
+    public: tuple[Path, list[Results]], browser: Any, device: str, screenshot_dir: Path
 ) -> None:
     root, _ = public
     width = WIDTHS[device]
@@ -81,7 +86,6 @@ def test_click_through_from_disk_at_both_widths(
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto((root / "index.html").as_uri())
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     visited = ["index"]
     for name, selector in CLICKS:
         page.click(selector)
@@ -105,7 +109,7 @@ def test_click_through_from_disk_at_both_widths(
             shown = page.locator("section.pair:visible")
             assert shown.count() == 1
             assert shown.locator("article.pair-answer").count() == 2
-        page.screenshot(path=str(SCREENSHOTS / f"disk-{name}-{width}.png"), full_page=False)
+        page.screenshot(path=str(screenshot_dir / f"disk-{name}-{width}.png"), full_page=True)
         visited.append(name)
     assert visited == ["index", *(name for name, _ in CLICKS)]
     assert errors == []
