@@ -176,3 +176,12 @@ def test_a_pair_names_each_persons_label_once(site: tuple[Path, Results]) -> Non
     assert len(pair.select("ul.pair-verdicts li")) == len(results.judges)
     labels = pair.select_one("p.pair-labels")
     assert labels is not None and labels.get_text() == f"People: ana chose {cut.model}."
+
+
+def test_the_tasks_index_counts_a_label_once(site: tuple[Path, Results]) -> None:
+    public, results = site
+    rows = soup_of(public / "reading" / "tasks" / "index.html").select("table.tasks tbody tr")
+    labels = {row.a.get_text(): row.select("td")[-1].get_text() for row in rows}
+    # Task 1: ana labelled the first two models' pair (set against the first judge only) and
+    # the failed and cut-off answers' pair (set against both judges): two labels, not three.
+    assert labels[results.tasks[0].id] == "2"

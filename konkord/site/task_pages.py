@@ -13,7 +13,14 @@ def tasks_index_context(results: Results) -> dict[str, Any]:
     rows = []
     for task in results.tasks:
         flips = sum(1 for c in task.comparisons if c.flipped)
-        labels = sum(len(c.labels) for c in task.comparisons)
+        # A label is of a pair, and each judge's verdict on the pair carries it: count it once.
+        labels = len(
+            {
+                (frozenset((c.model_a, c.model_b)), label.labeller, label.winner)
+                for c in task.comparisons
+                for label in c.labels
+            }
+        )
         first_line = task.prompt.strip().splitlines()[0] if task.prompt.strip() else ""
         rows.append(
             {
