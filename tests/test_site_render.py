@@ -155,17 +155,24 @@ def test_internal_links_name_a_file_so_they_work_from_disk(
     """Opened from file://, a link to a folder shows a directory listing: every internal link
     names the page's index.html (the deployed site serves it with no redirect)."""
     public, _ = site
+    ids: dict[Path, set[str]] = {}
     for path in all_pages(public):
         if path.name == "404.html":
             continue
         url = "http://site/" + path.relative_to(public).as_posix()
         for anchor in BeautifulSoup(path.read_text(), "html.parser").find_all("a", href=True):
             target = urlparse(urljoin(url, str(anchor["href"])))
-            if target.netloc != "site" or str(anchor["href"]).startswith("#"):
+            if target.netloc != "site":
                 continue
             local = public / target.path.lstrip("/")
             assert not target.path.endswith("/"), (path, anchor["href"], "a folder link")
             assert local.is_file(), (path, anchor["href"])
+            # And the place in the page it points to is there.
+            if target.fragment and local.suffix == ".html":
+                if local not in ids:
+                    soup = BeautifulSoup(local.read_text(), "html.parser")
+                    ids[local] = {str(tag["id"]) for tag in soup.find_all(id=True)}
+                assert target.fragment in ids[local], (path, anchor["href"], "no such id")
     assert 'href="/index.html"' in (public / "404.html").read_text()
     rules = [line.split() for line in (public / "_redirects").read_text().splitlines()]
     assert rules[:2] == [["/", "/index.html", "200"], ["/*/", "/:splat/index.html", "200"]]

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from konkord.results import Calibration, Disagreement, Results
+from konkord.site.formatting import anchor
 
 AGREEMENT_KEYS = ("n", "picks_passing", "ties", "picks_failing", "rate", "low", "high")
 
@@ -73,6 +74,23 @@ def disagreements_by_task(
     return list(_by_task(items, task_order, lambda d: d.task_id))
 
 
+def verdict_ids(
+    results: Results, judge: str, items: Sequence[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], str]:
+    """The id of the verdict card each (task, model a, model b) item points to on its task page,
+    under either order of the two models: a label or a tests result may name a pair the other
+    way round from the judge's verdict, and the card's id follows the verdict. An item with no
+    card has no entry (its link opens the task page at the top)."""
+    wanted = {(task_id, frozenset((a, b))) for task_id, a, b in items}
+    ids: dict[tuple[str, str, str], str] = {}
+    for task in results.tasks:
+        for c in task.comparisons:
+            if c.judge == judge and (task.id, frozenset((c.model_a, c.model_b))) in wanted:
+                card = anchor(judge, c.model_a, c.model_b)
+                ids[(task.id, c.model_a, c.model_b)] = ids[(task.id, c.model_b, c.model_a)] = card
+    return ids
+
+
 def calibration_sections(results: Results, sections: list[dict[str, Any]]) -> dict[str, Any]:
     """Fill each judge section and return the page-wide headline."""
     task_order = {task.id: index for index, task in enumerate(results.tasks)}
@@ -84,6 +102,13 @@ def calibration_sections(results: Results, sections: list[dict[str, Any]]) -> di
         section["objective"] = calibration.objective
         section["tests"] = tests_view(calibration.objective, task_order)
         section["disagreements_by_task"] = disagreements_by_task(calibration, task_order)
+        misses = section["tests"]["misses_by_task"] if section["tests"] else []
+        section["verdict_ids"] = verdict_ids(
+            results,
+            section["block"].judge,
+            [(d.task_id, d.model_a, d.model_b) for d in calibration.disagreements]
+            + [(p["task_id"], p["model_a"], p["model_b"]) for g in misses for p in g["items"]],
+        )
         if people_vs_people is None and calibration.human_human is not None:
             people_vs_people = calibration.human_human
         if people_vs_tests is None and section["tests"] and section["tests"]["people"]:
