@@ -42,7 +42,9 @@ def _strace(root: Path, inject: str, *args: str, path: Path | None = None) -> in
     if path is not None:  # (--seccomp-bpf would be faster, but it miscounts when=N)
         command += ["-P", str(path)]
     env = os.environ | {"PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([*command, *args], cwd=root, env=env, capture_output=True, timeout=120)
+    # The timeout only guards against a hang: ptrace stops at every syscall, and on a loaded
+    # 2-core machine one traced `konkord run` took over 120 s.
+    done = subprocess.run([*command, *args], cwd=root, env=env, capture_output=True, timeout=900)
     return done.returncode
 
 
