@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -264,3 +265,33 @@ def test_importing_twice_into_one_run_is_refused(project: Path) -> None:
     out = CliRunner().invoke(cli, ["import", "mt-bench-human", str(path), "--run", "once"])
     assert out.exit_code == 2
     assert 'run "once" already has evidence in runs/once' in out.output
+
+
+def test_an_import_stays_inside_the_project(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    path = write_jsonl(project / "hf.jsonl", hf_rows())
+    outside = tmp_path_factory.mktemp("outside")
+
+    def import_error(run: str) -> str:
+        out = CliRunner().invoke(cli, ["import", "mt-bench-human", str(path), "--run", run])
+        assert out.exit_code == 2
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+        return out.stderr.strip()
+
+    assert import_error("../away") == (
+        "error: run name \"../away\" is not a slug (use lower case, digits, '-', '_' or '.'): "
+        "--run"
+    )
+    (outside / "runs").mkdir()
+    os.symlink(outside / "runs", project / "runs")
+    assert import_error("mtb").startswith(
+        'error: the run folder "runs/mtb" is outside the project folder (through a symlink'
+    )
+    (project / "runs").unlink()
+    (outside / "suites").mkdir()
+    os.symlink(outside / "suites", project / "suites")
+    assert import_error("mtb").startswith(
+        'error: the suite file "suites/mtb.yaml" is outside the project folder (through a symlink'
+    )
+    assert not list(outside.rglob("*.*")) and not (project / "runs").exists()

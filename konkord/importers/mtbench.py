@@ -34,9 +34,10 @@ from konkord.importers.mtbench_records import (
     order_records,
     task_prompt,
 )
+from konkord.paths import require_folder_inside, require_inside
 from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs
 from konkord.runspec import RunSpec, resolve_run, write_manifest
-from konkord.suite import Suite, Task
+from konkord.suite import SLUG, Suite, Task, slug_problem
 from konkord.verdicts import answer_sha
 
 __all__ = ["DEFAULT_RUN", "JUDGE", "RUBRIC", "ImportSummary", "import_mtbench"]
@@ -87,7 +88,11 @@ def import_mtbench(
     paths: Sequence[Path], run: str = DEFAULT_RUN, with_authors: bool = False
 ) -> ImportSummary:
     """Write a suite, a manifest and the evidence of a new run from MT-Bench judgment files."""
+    if not SLUG.match(run):
+        raise KonkordError(f"run name {slug_problem(run)}: --run")
     run_dir = Path("runs") / run
+    require_folder_inside(run_dir, "the run folder")
+    require_inside(Path("suites") / f"{run}.yaml", "the suite file")
     if DEFAULT_RUNS_FILE.exists() and run in {r.name for r in load_runs(DEFAULT_RUNS_FILE).runs}:
         raise KonkordError(
             f'run "{run}" is listed in {DEFAULT_RUNS_FILE}; import into a run name that is not '
