@@ -222,3 +222,34 @@ def test_a_fifo_in_the_run_folder_is_refused_instead_of_hanging(project: Path) -
     assert one_line_error(done.stderr) == (
         'error: the run folder holds "runs/demo/answers.jsonl", which is not a regular file'
     )
+
+
+EVERY_STAGE = (
+    ("validate", "runs.json"), ("report", "--run", "demo"), ("build", "--offline"),
+    ("publish", "demo"), ("run", "--run", "demo"), ("judge", "--run", "demo"),
+    ("label", "--run", "demo", "--no-browser"), ("calibrate", "--run", "demo"),
+    ("check", "--run", "demo"), ("import", "mt-bench-human", "runs.json", "--run", "other"),
+)
+
+
+@pytest.mark.parametrize("escape", ["parent", "absolute", "symlink"])
+def test_a_results_path_out_of_the_project_is_refused_by_every_stage(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, escape: str
+) -> None:
+    victim = tmp_path_factory.mktemp("outside") / "victim.json"
+    victim.write_text("precious")
+    results = {"parent": "../../etc/passwd", "absolute": str(victim),
+               "symlink": "results/demo.json"}[escape]
+    if escape == "symlink":
+        (project / "results").mkdir()
+        os.symlink(victim, project / "results" / "demo.json")
+    write_runs(project, results=results)
+    through = f" (through a symlink: it resolves to {victim})" if escape == "symlink" else ""
+    expected = (f'error: runs.json:10: runs[0].results "{results}" is outside the project '
+                f"folder{through}; use a path inside it")
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    for args in EVERY_STAGE:
+        code, stderr = run_cli(*args)
+        assert (code, one_line_error(stderr)) == (2, expected), args
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert victim.read_text() == "precious"
