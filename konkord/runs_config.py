@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import (
@@ -221,6 +222,12 @@ class RunsFile(BaseModel):
                 return run
         names = ", ".join(r.name for r in self.runs) or "none"
         raise SuiteError(f'runs.json has no run named "{name}" (runs: {names})')
+
+
+def runs_file_present(path: Path = DEFAULT_RUNS_FILE) -> bool:
+    """Whether there is a runs.json, counting a symlink loop or a dangling symlink: loading it
+    then says what is wrong, where `exists()` would quietly treat the project as having none."""
+    return os.path.lexists(path)
 
 
 def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) -> RunsFile:

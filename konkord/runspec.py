@@ -23,6 +23,7 @@ from konkord.runs_config import (
     Price,
     RunEntry,
     load_runs,
+    runs_file_present,
 )
 from konkord.suite import Suite, load_suite
 
@@ -113,7 +114,7 @@ def resolve_run(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> RunSpec:
     Every path it names, and the runs/ folder its evidence goes to, must resolve inside the
     project folder (runs.json's paths are checked as runs.json loads)."""
     require_folder_inside(RUNS_ROOT / name, "the run folder")
-    if runs_file.exists():
+    if runs_file_present(runs_file):
         runs = load_runs(runs_file)
         for index, entry in enumerate(runs.runs):
             if entry.name == name:

@@ -50,6 +50,10 @@ def read_text(path: Path) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise SuiteError(
+                f"{path}: is a symlink to {os.readlink(path)}, which does not exist"
+            ) from None
         raise SuiteError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise SuiteError(f"{path}: is a directory, expected a file") from None
@@ -71,7 +75,10 @@ def read_text(path: Path) -> str:
         if info.st_size > limit:
             raise SuiteError(too_big)
         os.set_blocking(fd, True)
-        raw = handle.read(limit + 1)
+        try:
+            raw = handle.read(limit + 1)
+        except OSError as exc:  # /proc/self/mem is "regular" and fails on read (EIO)
+            raise SuiteError(f"{path}: cannot be read ({exc.strerror})") from None
         if len(raw) > limit:
             raise SuiteError(too_big)
     if b"\x00" in raw:

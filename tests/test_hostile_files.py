@@ -37,9 +37,9 @@ def one_line_error(stderr: str) -> str:
     return lines[0]
 
 
-def hostile(project: Path, kind: str) -> Path:
-    """A path of the given kind inside the project."""
-    path = project / f"{kind}.yaml"
+def hostile(project: Path, kind: str, name: str | None = None) -> Path:
+    """A path of the given kind inside the project (named `name`, else after its kind)."""
+    path = project / (name or f"{kind}.yaml")
     if kind == "fifo":
         os.mkfifo(path)
     elif kind == "directory":
@@ -52,6 +52,8 @@ def hostile(project: Path, kind: str) -> Path:
             handle.truncate(101 * 1024 * 1024)  # sparse: no disk, but 101 MB to stat
     elif kind == "device":
         os.symlink("/dev/zero", path)
+    elif kind == "dangling-symlink":
+        os.symlink("gone.yaml", path)
     return path
 
 
@@ -61,7 +63,15 @@ MESSAGES = {
     "symlink-loop": "is a symlink loop, not a file",
     "huge": "is larger than 100 MB, the limit for a suite or runs file",
     "device": "is a device, expected a regular file",
+    "dangling-symlink": "is a symlink to gone.yaml, which does not exist",
 }
+
+EVERY_STAGE = (
+    ("validate", "runs.json"), ("report", "--run", "demo"), ("build", "--offline"),
+    ("publish", "demo"), ("run", "--run", "demo"), ("judge", "--run", "demo"),
+    ("label", "--run", "demo", "--no-browser"), ("calibrate", "--run", "demo"),
+    ("check", "--run", "demo"), ("import", "mt-bench-human", "votes.jsonl", "--run", "other"),
+)
 
 
 @pytest.mark.parametrize("kind", sorted(MESSAGES))
@@ -95,15 +105,13 @@ def test_validate_gives_one_line_for_a_hostile_file_without_hanging(
     assert one_line_error(done.stderr).endswith(message)
 
 
-def test_a_hostile_runs_json_stops_every_stage(project: Path) -> None:
-    os.mkfifo(project / "runs.json")
-    for args in (["run", "--run", "demo"], ["judge", "--run", "demo"], ["report", "--run", "demo"],
-                 ["check", "--run", "demo"], ["build", "--offline"]):
+@pytest.mark.parametrize("kind", sorted(MESSAGES))
+def test_a_hostile_runs_json_stops_every_stage(project: Path, kind: str) -> None:
+    hostile(project, kind, "runs.json")
+    (project / "votes.jsonl").touch()
+    for args in EVERY_STAGE[1:]:  # validate reads a folder as a folder of suites
         code, stderr = run_cli(*args)
-        assert code == 2, args
-        assert one_line_error(stderr) == (
-            "error: runs.json: is a named pipe (FIFO), expected a regular file"
-        ), args
+        assert (code, one_line_error(stderr)) == (2, f"error: runs.json: {MESSAGES[kind]}"), args
 
 
 def write_runs(project: Path, **fields: str) -> None:
@@ -224,13 +232,6 @@ def test_a_fifo_in_the_run_folder_is_refused_instead_of_hanging(project: Path) -
     )
 
 
-EVERY_STAGE = (
-    ("validate", "runs.json"), ("report", "--run", "demo"), ("build", "--offline"),
-    ("publish", "demo"), ("run", "--run", "demo"), ("judge", "--run", "demo"),
-    ("label", "--run", "demo", "--no-browser"), ("calibrate", "--run", "demo"),
-    ("check", "--run", "demo"), ("import", "mt-bench-human", "runs.json", "--run", "other"),
-)
-
 
 @pytest.mark.parametrize("escape", ["parent", "absolute", "symlink"])
 def test_a_results_path_out_of_the_project_is_refused_by_every_stage(
@@ -244,6 +245,7 @@ def test_a_results_path_out_of_the_project_is_refused_by_every_stage(
         (project / "results").mkdir()
         os.symlink(victim, project / "results" / "demo.json")
     write_runs(project, results=results)
+    (project / "votes.jsonl").touch()
     through = f" (through a symlink: it resolves to {victim})" if escape == "symlink" else ""
     expected = (f'error: runs.json:10: runs[0].results "{results}" is outside the project '
                 f"folder{through}; use a path inside it")
@@ -253,3 +255,22 @@ def test_a_results_path_out_of_the_project_is_refused_by_every_stage(
         assert (code, one_line_error(stderr)) == (2, expected), args
     assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
     assert victim.read_text() == "precious"
+
+
+def test_the_whole_bad_input_corpus_gives_one_line_each_and_no_traceback(project: Path) -> None:
+    """Every bad input at once through one `konkord validate` process: a hang would time out,
+    a traceback or a second line per file would show."""
+    corpus = sorted(p for p in BAD.rglob("*") if p.is_file() and p.parent.name != "ok")
+    made = [hostile(project, kind) for kind in sorted(MESSAGES)]
+    special = [Path("/dev/zero"), Path("/proc/self/mem")]
+    done = subprocess.run(
+        [sys.executable, "-m", "konkord.cli", "validate", *map(str, corpus + made + special)],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    errors = done.stderr.splitlines()
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "Traceback" not in done.stderr
+    assert len(corpus) >= 48 and len(errors) == len(corpus + made + special), done.stderr
+    assert all(line.startswith("error: ") for line in errors), done.stderr
+    assert {"error: /dev/zero: is a device, expected a regular file",
+            "error: /proc/self/mem: cannot be read (Input/output error)"} <= set(errors)

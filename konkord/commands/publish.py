@@ -12,7 +12,7 @@ import click
 @click.option(
     "--runs",
     "runs_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=Path("runs.json"),
     show_default=True,
     help="The runs file to add the run to (created if missing).",

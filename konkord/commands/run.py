@@ -227,7 +227,7 @@ def plan_run(
 
     from konkord.llm import CallSettings
     from konkord.paths import require_inside
-    from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs
+    from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
     from konkord.runspec import (
         RUNS_ROOT,
         DamagedManifest,
@@ -247,7 +247,7 @@ def plan_run(
         raise _error(f"run name {slug_problem(name)}: {hint}")
 
     spec: RunSpec | None = None
-    if DEFAULT_RUNS_FILE.exists():
+    if runs_file_present():
         runs = load_runs(DEFAULT_RUNS_FILE)
         for index, entry in enumerate(runs.runs):
             if entry.name != name:

@@ -20,7 +20,7 @@ def site_options(out_help: str) -> Callable[[F], F]:
             "runs_file",
             default="runs.json",
             show_default=True,
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=click.Path(path_type=Path),
             help="The runs file listing the published runs.",
         )(command)
         command = click.option(

@@ -35,7 +35,7 @@ from konkord.importers.mtbench_records import (
     task_prompt,
 )
 from konkord.paths import require_folder_inside, require_inside
-from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs
+from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
 from konkord.runspec import RunSpec, resolve_run, write_manifest
 from konkord.suite import SLUG, Suite, Task, slug_problem
 from konkord.verdicts import answer_sha
@@ -93,7 +93,7 @@ def import_mtbench(
     run_dir = Path("runs") / run
     require_folder_inside(run_dir, "the run folder")
     require_inside(Path("suites") / f"{run}.yaml", "the suite file")
-    if DEFAULT_RUNS_FILE.exists() and run in {r.name for r in load_runs(DEFAULT_RUNS_FILE).runs}:
+    if runs_file_present() and run in {r.name for r in load_runs(DEFAULT_RUNS_FILE).runs}:
         raise KonkordError(
             f'run "{run}" is listed in {DEFAULT_RUNS_FILE}; import into a run name that is not '
             "listed there (--run NAME), then add it to runs.json if you want it published"

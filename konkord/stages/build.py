@@ -16,7 +16,7 @@ from konkord import buildstamp
 from konkord.errors import KonkordError
 from konkord.paths import require_folder_inside
 from konkord.results import SCHEMA_VERSION, read_results
-from konkord.runs_config import RunEntry, RunsFile, load_runs
+from konkord.runs_config import RunEntry, RunsFile, load_runs, runs_file_present
 from konkord.runspec import RUNS_ROOT, RunSpec, spec_from_entry
 from konkord.site.generate import LoadedRun, SiteRenderer, render_runs, write_extras
 from konkord.site.incremental import Manifest, OutputWriter
@@ -151,7 +151,7 @@ def load_runs_checked(
 ) -> tuple[list[LoadedRun], list[str]]:
     """Every run of runs.json with its results file, checked in both directions; all problems
     are gathered and raised together so one build shows every fix needed."""
-    if not runs_file.exists():
+    if not runs_file_present(runs_file):
         raise KonkordError(
             f"{runs_file}: not found; run `konkord build` from the project root, or create "
             'it with {"runs": []} for an empty site'

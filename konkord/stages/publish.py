@@ -15,7 +15,7 @@ from typing import Any
 
 from konkord.atomic import write_atomic
 from konkord.errors import KonkordError
-from konkord.runs_config import DEFAULT_RUNS_FILE, Generation, load_runs
+from konkord.runs_config import DEFAULT_RUNS_FILE, Generation, load_runs, runs_file_present
 from konkord.runspec import load_manifest, manifest_path
 
 
@@ -73,7 +73,7 @@ def with_entry(text: str, entry: dict[str, Any]) -> str:
 def publish(name: str, runs_file: Path = DEFAULT_RUNS_FILE) -> dict[str, Any] | None:
     """Add run `name` to runs.json (created if absent); returns the entry written, or None if
     the run is listed already (publishing twice changes nothing)."""
-    if runs_file.exists():
+    if runs_file_present(runs_file):
         listed = load_runs(runs_file)
         if any(run.name == name for run in listed.runs):
             return None
