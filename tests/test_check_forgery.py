@@ -99,6 +99,46 @@ FORGERIES = {
     "huge-reply": "def add(a, b):\n    return 'x' * 40_000_000\n",
     "deep-reply": "def add(a, b):\n    x = []\n    for _ in range(100_000):\n        x = [x]\n    return x\n",
     "huge-output": "import sys\nfor _ in range(1000):\n    sys.stdout.write('{\"ok\": true}' * 10_000)\n",
+    "sleep-forever": "import time\ntime.sleep(1_000_000)\n",
+    "sleep-forever-in-the-call": "import time\ndef add(a, b):\n    time.sleep(1_000_000)\n",
+    "kill-the-parent": (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef add(a, b):\n    return 0\n"
+    ),
+    "kill-the-sandbox-init-in-the-call": (
+        "import os, signal\ndef add(a, b):\n    os.kill(1, signal.SIGKILL)\n    return 0\n"
+    ),
+    "fork-bomb": (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    ),
+    "fork-a-child-that-forges": (  # the status descriptor is out of reach of every process
+        "import os, time\nif os.fork() == 0:\n    for _ in range(50):\n"
+        "        for fd in range(3, 40):\n            try:\n"
+        "                os.write(fd, b'{\"ok\": true}')\n"
+        "            except OSError:\n                pass\n"
+        "        time.sleep(0.01)\n    os._exit(0)\n"
+        "def add(a, b):\n    return 0\n"
+    ),
+    "answer-from-the-tests-file": (
+        "import glob, re\ntable = {}\n"
+        "for path in glob.glob('/tmp/**/tests.py', recursive=True) + ['/run/konkord/tests.py']:\n"
+        "    try:\n        text = open(path).read()\n    except OSError:\n        continue\n"
+        "    for a, b, r in re.findall(r'add\\((-?\\d+), (-?\\d+)\\) == (-?\\d+)', text):\n"
+        "        table[(int(a), int(b))] = int(r)\n"
+        "def add(a, b):\n    return table[(a, b)]\n"
+    ),
+    "patch-the-harness-and-assertion-error": (
+        "import builtins, sys\nsys.path.insert(0, '/run/konkord')\n"
+        "try:\n    import harness\n    harness.report = lambda fd, status: harness.os._exit(0)\n"
+        "except ImportError:\n    pass\n"
+        "builtins.AssertionError = type('NotAnError', (Exception,), {})\n"
+        "builtins.__import__ = None\n"
+        "def add(a, b):\n    return 0\n"
+    ),
+    "return-a-handle-to-the-tests-own-value": (
+        "import sys\nwire = sys.modules['wire']\n"
+        "def serve(self, message):\n    self.send({'op': 'return', 'value': {'back': 1}})\n"
+        "wire.Channel.serve = serve\ndef add(a, b):\n    return 0\n"
+    ),
 }
 
 
@@ -223,11 +263,23 @@ tasks:
 """
 
 
+def copy_another_answer(project: Path) -> str:
+    """An answer that takes the correct answer from the run's own evidence, were it visible."""
+    return (
+        "import json\n"
+        f"for line in open({str(project / 'runs' / 'forged' / 'answers.jsonl')!r}):\n"
+        "    record = json.loads(line)\n"
+        "    if record['model'] == 'm/good':\n"
+        "        exec(record['text'].split('```python\\n')[1].split('```')[0])\n"
+    )
+
+
 def test_konkord_check_records_every_forgery_as_a_failure(project: Path) -> None:
+    """Every forgery above, and one copying the correct answer from the project, as answers
+    of one run: `konkord check` records each as a failure and the correct answer as passing."""
     (project / "forged.yaml").write_text(SUITE)
-    answers = {"m/good": GOOD, **{f"m/{name}": code for name, code in FORGERIES.items()
-                                  if name in ("status-fd-then-os-exit", "replace-json-dumps",
-                                              "replace-builtins-exec", "rigged-int-subclass")}}
+    answers = {"m/good": GOOD, "m/copy-another-answer": copy_another_answer(project),
+               **{f"m/{name}": code for name, code in FORGERIES.items()}}
     spec = RunSpec(name="forged", suite_path=Path("forged.yaml"),
                    suite=load_suite("forged.yaml"), models=tuple(sorted(answers)))
     write_manifest(spec)
@@ -238,8 +290,10 @@ def test_konkord_check_records_every_forgery_as_a_failure(project: Path) -> None
             "settings_hash": answer_key_hash(answer_messages(spec.suite, task), spec.settings),
             "text": f"```python\n{code}```\n", "error": None, "created_at": now_iso(),
         })  # fmt: skip
+    assert "m/good" in (spec.run_dir / "answers.jsonl").read_text()  # there to be copied
     result = CliRunner().invoke(cli, ["check", "--run", "forged"])
     assert result.exit_code == 0, result.output
     lines = (spec.run_dir / "checks.jsonl").read_text().splitlines()
     passed = {r["model"]: r["passed"] for r in map(json.loads, lines)}
     assert passed == {model: model == "m/good" for model in answers}
+    assert f"checked {len(answers)} (passed 1, failed {len(answers) - 1})" in result.stdout
