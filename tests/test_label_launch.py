@@ -50,7 +50,8 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def start(project: Path, port: int, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
+def start(project: Path, port: int, *args: str,
+          own_group: bool = False) -> tuple[subprocess.Popen[bytes], Path]:
     """`konkord label` with no terminal, a fresh HOME and a recording BROWSER; up on return."""
     home = project / "home"
     home.mkdir(exist_ok=True)
@@ -63,7 +64,7 @@ def start(project: Path, port: int, *args: str) -> tuple[subprocess.Popen[bytes]
         [sys.executable, "-m", "konkord.cli", "label", "--run", "demo", "--port", str(port),
          "--labeller", "ann", *args],
         cwd=project, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=own_group,
     )  # fmt: skip
     for _ in range(600):
         if process.poll() is not None:
@@ -78,11 +79,17 @@ def start(project: Path, port: int, *args: str) -> tuple[subprocess.Popen[bytes]
     raise AssertionError("the labelling app did not come up within a minute")
 
 
-def stopped_cleanly(process: subprocess.Popen[bytes], signum: int) -> tuple[int, list[int]]:
-    """Send `signum` to `konkord label` alone; its exit status and the server pids it had."""
+def stopped_cleanly(
+    process: subprocess.Popen[bytes], signum: int, whole_group: bool = False
+) -> tuple[int, list[int]]:
+    """Send `signum` to `konkord label` alone (or to its whole process group, as a terminal's
+    Ctrl-C does); its exit status and the server pids it had."""
     servers = children(process.pid)
     assert servers, "konkord label has no server child"
-    process.send_signal(signum)
+    if whole_group:
+        os.killpg(process.pid, signum)
+    else:
+        process.send_signal(signum)
     try:
         code = process.wait(timeout=30)
     finally:
@@ -123,3 +130,20 @@ def test_ctrl_c_stops_the_server_and_address_is_honoured(project: Path) -> None:
         code, servers = stopped_cleanly(process, signal.SIGINT)
     assert code == 130
     assert not any(alive(pid) for pid in servers), "the Streamlit server outlived Ctrl-C"
+
+
+def test_ctrl_c_at_a_terminal_reaches_both_and_the_command_still_ends_cleanly(
+    project: Path,
+) -> None:
+    """A terminal's Ctrl-C goes to the server too: both stop, and the command says 130."""
+    make_run(project, n_tasks=3)
+    port = free_port()
+    process, _ = start(project, port, "--no-browser", own_group=True)
+    try:
+        assert listening_addresses(port) == {"0100007F"}
+    finally:
+        code, servers = stopped_cleanly(process, signal.SIGINT, whole_group=True)
+    assert code == 130
+    assert process.stderr is not None and b"Traceback" not in process.stderr.read()
+    assert not any(alive(pid) for pid in servers), "the Streamlit server outlived Ctrl-C"
+    assert not listening_addresses(port)
