@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from konkord.errors import SuiteError
-from konkord.yamlpos import Loc, Located, describe_loc, load_yaml
+from konkord.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 KNOWN_CHECKS = ("compiles", "ruff_clean", "mypy_clean", "tests")
@@ -246,6 +246,11 @@ def _verdict_line(path: Path, located: Located) -> int:
 def load_suite(path: Path | str) -> Suite:
     """Load and validate a suite file; every problem is a SuiteError naming file, line and field."""
     path = Path(path)
+    with no_gc():  # collections during validation walked the whole node tree: 30% of the time
+        return _load_suite(path)
+
+
+def _load_suite(path: Path) -> Suite:
     located = load_yaml(path)
     data = located.data
     rubric = data.get("rubric") if isinstance(data, dict) else None

@@ -104,8 +104,8 @@ def _file_kind(mode: int) -> str:
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a large node tree is built.
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large node tree is built and validated.
 
     A 300,000-task suite makes millions of nodes; each collection walks all of them, which
     made composing it quadratic (14 s instead of 1.6 s). Nothing built here is garbage."""
@@ -196,7 +196,7 @@ def load_yaml(path: Path) -> Located:
     """Parse a YAML file into plain data plus line numbers; syntax errors name the line."""
     text = read_text(path)
     try:
-        with _no_gc():
+        with no_gc():
             node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -217,7 +217,7 @@ def load_yaml(path: Path) -> Located:
     if node is None:
         raise SuiteError(f"{path}:1: the file is empty")
     walker = _Walker(path)
-    with _no_gc():
+    with no_gc():
         return Located(walker.walk(node, ()), walker.lines)
 
 
@@ -234,7 +234,7 @@ def load_json(path: Path) -> Located:
     """Parse a JSON file (JSON is YAML, so positions come from the same walk) with JSON's errors."""
     text = read_text(path)
     try:
-        with _no_gc():
+        with no_gc():
             data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SuiteError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
@@ -243,14 +243,14 @@ def load_json(path: Path) -> Located:
     # The values come from json (YAML 1.1 would read 1e5 as text); only the lines from YAML.
     # Raw tabs can only be whitespace in valid JSON, and YAML refuses some of those: blank them.
     try:
-        with _no_gc():
+        with no_gc():
             node = yaml.compose(text.replace("\t", " "), Loader=_Loader)
     except yaml.YAMLError:
         node = None
     if node is None:
         return Located(data, {})
     walker = _Walker(path)
-    with _no_gc():
+    with no_gc():
         walker.walk(node, ())
     return Located(data, walker.lines)
 
