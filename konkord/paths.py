@@ -90,3 +90,16 @@ def require_folder_inside(folder: Path, what: str, project: Path = Path(".")) ->
                     pending.append(Path(entry.path))
                 elif not entry.is_file():  # a FIFO would hang the next read, a device flood it
                     raise PathError(f'{what} holds "{entry.path}", which is not a regular file')
+
+
+STATE_DIR = Path(".konkord")
+
+
+def require_state_inside(project: Path = Path(".")) -> None:
+    """.konkord (the response cache, the run locks, the build stamps) is written by every
+    stage, so it and every symlink in it stay inside the project, as the run folder does."""
+    require_folder_inside(STATE_DIR, "the .konkord folder", project)
+    target = project / STATE_DIR
+    if os.path.lexists(target) and not target.is_dir():
+        raise PathError(f'"{STATE_DIR}" is not a folder; move it away, Konkord keeps its cache '
+                        "and locks there")

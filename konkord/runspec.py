@@ -15,7 +15,7 @@ from konkord.calls import CallSettings
 from konkord.credentials import strip_url_credentials
 from konkord.deployments import Deployment, load_deployment_file
 from konkord.errors import KonkordError
-from konkord.paths import file_problem, require_folder_inside
+from konkord.paths import file_problem, require_folder_inside, require_state_inside
 from konkord.runs_config import (
     DEFAULT_RUNS_FILE,
     Cascade,
@@ -57,6 +57,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
     """A RunSpec for a run listed in runs.json (relative suite paths are relative to `base`)."""
     gen = entry.generation
     require_folder_inside(RUNS_ROOT / entry.name, "the run folder")
+    require_state_inside()
     suite_path = base / entry.suite
     return RunSpec(
         name=entry.name,

@@ -274,3 +274,34 @@ def test_the_whole_bad_input_corpus_gives_one_line_each_and_no_traceback(project
     assert all(line.startswith("error: ") for line in errors), done.stderr
     assert {"error: /dev/zero: is a device, expected a regular file",
             "error: /proc/self/mem: cannot be read (Input/output error)"} <= set(errors)
+
+
+@pytest.mark.parametrize("planted", ["folder-symlink", "file-symlink", "a-file"])
+def test_the_konkord_state_folder_stays_inside_for_every_stage_that_writes_it(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, planted: str
+) -> None:
+    """.konkord holds the response cache, the run locks and the build stamps: a symlink
+    there would send every stage's writes out of the project."""
+    outside = tmp_path_factory.mktemp("outside")
+    write_runs(project)
+    (project / "votes.jsonl").touch()
+    if planted == "folder-symlink":
+        os.symlink(outside, project / ".konkord")
+        expected = ('error: the .konkord folder ".konkord" is outside the project folder '
+                    f"(through a symlink: it resolves to {outside}); use a path inside it")
+    elif planted == "file-symlink":
+        (project / ".konkord" / "cache").mkdir(parents=True)
+        os.symlink(outside / "victim", project / ".konkord" / "cache" / "responses.jsonl")
+        expected = ('error: the .konkord folder holds a symlink: ".konkord/cache/responses.jsonl"'
+                    " is outside the project folder (through a symlink: it resolves to "
+                    f"{outside / 'victim'}); use a path inside it")
+    else:
+        (project / ".konkord").write_text("")
+        expected = ('error: ".konkord" is not a folder; move it away, Konkord keeps its cache '
+                    "and locks there")
+    stages = [args for args in EVERY_STAGE if args[0] not in ("validate", "publish")]
+    stages.append(("run", "--suite", "suites/ok.yaml", "--models", "sim/a,sim/b", "--run", "new"))
+    for args in stages:
+        code, stderr = run_cli(*args)
+        assert (code, one_line_error(stderr)) == (2, expected), args
+    assert list(outside.iterdir()) == []

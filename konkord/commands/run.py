@@ -226,7 +226,7 @@ def plan_run(
     from dataclasses import replace
 
     from konkord.llm import CallSettings
-    from konkord.paths import require_inside
+    from konkord.paths import require_inside, require_state_inside
     from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
     from konkord.runspec import (
         RUNS_ROOT,
@@ -277,6 +277,7 @@ def plan_run(
             )
         require_inside(chosen_suite, "--suite", is_file=False)
         require_inside(RUNS_ROOT / name, "the run folder", is_file=False)
+        require_state_inside()
         require_inside(Path(f"results/{name}.json"), "the results file")
         spec = RunSpec(
             name=name,

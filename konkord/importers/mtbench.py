@@ -34,7 +34,7 @@ from konkord.importers.mtbench_records import (
     order_records,
     task_prompt,
 )
-from konkord.paths import require_folder_inside, require_inside
+from konkord.paths import require_folder_inside, require_inside, require_state_inside
 from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
 from konkord.runspec import RunSpec, resolve_run, write_manifest
 from konkord.suite import SLUG, Suite, Task, slug_problem
@@ -93,6 +93,7 @@ def import_mtbench(
     run_dir = Path("runs") / run
     require_folder_inside(run_dir, "the run folder")
     require_inside(Path("suites") / f"{run}.yaml", "the suite file")
+    require_state_inside()
     if runs_file_present() and run in {r.name for r in load_runs(DEFAULT_RUNS_FILE).runs}:
         raise KonkordError(
             f'run "{run}" is listed in {DEFAULT_RUNS_FILE}; import into a run name that is not '

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from konkord import buildstamp
 from konkord.errors import KonkordError
-from konkord.paths import require_folder_inside
+from konkord.paths import require_folder_inside, require_state_inside
 from konkord.results import SCHEMA_VERSION, read_results
 from konkord.runs_config import RunEntry, RunsFile, load_runs, runs_file_present
 from konkord.runspec import RUNS_ROOT, RunSpec, spec_from_entry
@@ -225,6 +225,7 @@ def build_site(
     Paths are relative to the working directory (the project root), as everywhere in konkord.
     """
     require_folder_inside(out, "--out", runs_file.parent)
+    require_state_inside(runs_file.parent)
     if out.exists() and not out.is_dir():
         raise KonkordError(f'--out "{out}" is a file, expected a folder for the site')
     report = progress or (lambda _line: None)
