@@ -173,6 +173,11 @@ def test_paths_given_on_the_command_line_stay_inside(project: Path) -> None:
     assert one_line_error(stderr) == (
         'error: --out "../site" is outside the project folder; use a path inside it'
     )
+    code, stderr = run_cli("serve", "--out", "../site")  # refused before it serves anything
+    assert code == 2
+    assert one_line_error(stderr) == (
+        'error: --out "../site" is outside the project folder; use a path inside it'
+    )
     code, stderr = run_cli("build", "--offline", "--out", ".")
     assert code == 2
     assert one_line_error(stderr) == (
