@@ -87,14 +87,9 @@ def run(
     import asyncio
     import warnings
 
-    from konkord.credentials import has_url_credentials
-    from konkord.door import check_options, check_prices, make_client
     from konkord.evidence import EvidenceLog, TornLineWarning
-    from konkord.llm import missing_credentials
     from konkord.model_names import check_model_names
-    from konkord.progress import progress_bar
-    from konkord.runspec import manifest_path, write_manifest
-    from konkord.stages.run import answers_to_make, generate_answers, truncated_answers
+    from konkord.stages.run import answers_to_make
 
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
     log = EvidenceLog(spec.run_dir)
@@ -103,7 +98,16 @@ def run(
         todo = answers_to_make(log, spec.suite, spec.models, spec.settings, force)
         wanted = tuple(dict.fromkeys(model for _, model in todo))
         routed = tuple(m for m in wanted if m not in spec.deployments)
+        # Before the client, progress bar and prices are imported: a typo answers at once.
         check_model_names(routed, "--models", spec.settings.api_base)
+
+        from konkord.credentials import has_url_credentials
+        from konkord.door import check_options, check_prices, make_client
+        from konkord.llm import missing_credentials
+        from konkord.progress import progress_bar
+        from konkord.runspec import manifest_path, write_manifest
+        from konkord.stages.run import generate_answers, truncated_answers
+
         if dry_run:
             from konkord.dry_run import run_estimates
 
