@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -20,11 +22,29 @@ _url_secrets: dict[str, str] = {}  # values stripped from URLs this process used
 
 
 def load_dotenv_file(path: Path | str = ".env") -> None:
-    """Read credentials from .env in the working directory; a variable set in the shell wins."""
-    if Path(path).is_file():
-        from dotenv import load_dotenv
+    """Read credentials from .env in the working directory; a variable set in the shell wins.
 
-        load_dotenv(path, override=False)
+    An empty line such as `ANTHROPIC_API_KEY=` (as .env.example has them) sets nothing: litellm
+    counts any variable present as a key, so an empty one would let calls go out and fail.
+    """
+    if Path(path).is_file():
+        from dotenv import dotenv_values
+
+        for name, value in dotenv_values(path).items():
+            if value and not os.environ.get(name):
+                os.environ[name] = value
+
+
+@contextmanager
+def empty_credentials_unset() -> Iterator[None]:
+    """For the span of a check, hide credential variables that are set but empty (no key)."""
+    empty = {n: v for n, v in os.environ.items() if not v.strip() and SECRET_ENV.search(n)}
+    for name in empty:
+        del os.environ[name]
+    try:
+        yield
+    finally:
+        os.environ.update(empty)
 
 
 def secret_values() -> list[tuple[str, str]]:

@@ -26,10 +26,10 @@ from konkord.calls import ResponseCache as ResponseCache
 from konkord.calls import mark_empty
 from konkord.credentials import SECRET_ENV as SECRET_ENV
 from konkord.credentials import SECRET_SHAPE as SECRET_SHAPE
+from konkord.credentials import empty_credentials_unset, strip_url_credentials
 from konkord.credentials import load_dotenv_file as load_dotenv_file
 from konkord.credentials import redact as redact
 from konkord.credentials import secret_values as secret_values
-from konkord.credentials import strip_url_credentials
 from konkord.deployments import answered_by, failed_deployment
 from konkord.errors import KonkordError
 from konkord.runs_config import Price
@@ -114,7 +114,9 @@ def missing_credentials(models: tuple[str, ...], api_base: str | None) -> dict[s
         if is_offline_model(model):
             continue
         try:
-            found = litellm.validate_environment(model=model)
+            # litellm asks only whether the variable exists; an empty one is no key.
+            with empty_credentials_unset():
+                found = litellm.validate_environment(model=model)
         except Exception:
             continue
         if not found.get("keys_in_environment") and found.get("missing_keys"):

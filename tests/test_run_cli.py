@@ -205,6 +205,31 @@ def test_missing_credentials_stop_before_anything_is_called_or_written(
     assert _files(project) == before
 
 
+def test_an_empty_key_is_no_key(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README says `cp .env.example .env`; its empty `ANTHROPIC_API_KEY=` lines, or an
+    empty variable in the shell, once let 58 calls go out and fail (litellm counts any
+    variable present as a key)."""
+    shutil.copy(Path(__file__).parent.parent / ".env.example", project / ".env")
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    load_dotenv_file(project / ".env")  # as the first litellm import of a process does
+    assert "ANTHROPIC_API_KEY" not in os.environ
+    _suite(project / "s.yaml", 2)
+    before = _files(project)
+    result = CliRunner().invoke(
+        cli, ["run", "--suite", "s.yaml", "--models", "gpt-4o-mini,claude-haiku-4-5"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        "error: run s, stage run: 2 answers from claude-haiku-4-5 need ANTHROPIC_API_KEY; "
+        "2 answers from gpt-4o-mini need OPENAI_API_KEY. Set the key in the shell or in a .env "
+        "file in this directory (see .env.example); nothing was called"
+    )
+    assert _files(project) == before
+    assert os.environ["OPENAI_API_KEY"] == ""  # hidden for the check only
+
+
 def test_no_key_is_needed_for_a_model_whose_answers_are_all_recorded(
     project: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
