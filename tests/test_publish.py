@@ -89,6 +89,8 @@ def test_calibrate_right_after_labelling_needs_no_report(project: Path) -> None:
     assert not (project / "results" / "mine.json").exists()
     code, output = konkord("calibrate", "--run", "mine")
     assert code == 0, output
+    assert "no results/mine.json yet: computing it first" in output
+    assert f"{JUDGE}: 2 labels by 1 labeller\n" in output
     results = json.loads((project / "results" / "mine.json").read_text())
     assert results["judge_blocks"][0]["calibration"]["labels"] == 2
 

@@ -43,7 +43,8 @@ def format_calibration(judge: str, cal: R.Calibration) -> list[str]:
         )
         return [f"{judge}: uncalibrated ({why})"]
     lines = [
-        f"{judge}: {cal.labels} labels by {len(cal.labellers)} labellers"
+        f"{judge}: {cal.labels} label{'s' if cal.labels != 1 else ''} by "
+        f"{len(cal.labellers)} labeller{'s' if len(cal.labellers) != 1 else ''}"
         + (
             f" ({cal.unmatched_labels} without a verdict of this judge)"
             if cal.unmatched_labels
