@@ -279,6 +279,11 @@ class ModelClient:
             kwargs |= {"logprobs": True, "top_logprobs": settings.top_logprobs}
         attempts = 0
         routed = self.deployments is not None and self.deployments.serves(model)
+        keyless = model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY")
+        if settings.api_base and keyless and not routed:
+            # A local server (vLLM, llama.cpp) often wants no key, but the OpenAI client
+            # refuses to send a request without one: any placeholder will do.
+            kwargs["api_key"] = "no-key"
         failed_on: list[str] = []
         hold = await self.budget.reserve(model, messages, settings) if self.budget else None
         async with self._semaphore(model):

@@ -230,6 +230,23 @@ def test_an_empty_key_is_no_key(project: Path, monkeypatch: pytest.MonkeyPatch) 
     assert os.environ["OPENAI_API_KEY"] == ""  # hidden for the check only
 
 
+def test_a_local_server_needs_no_key(
+    project: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README: `--api-base http://127.0.0.1:8000/v1` and `openai/my-model`, with no key set
+    (the OpenAI client would otherwise refuse every call, each retried as a server error)."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    _suite(project / "s.yaml", 2)
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--suite", "s.yaml", "--models", "openai/my-model,sim/b",
+         "--api-base", openai_server.url],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("generated 4, cached 0, already recorded 0, failed 0")
+    assert len(openai_server.requests) == 2
+
+
 def test_no_key_is_needed_for_a_model_whose_answers_are_all_recorded(
     project: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
