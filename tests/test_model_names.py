@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from konkord.cli import cli
 from konkord.errors import KonkordError
 from konkord.model_names import check_model_names, is_known, model_map, nearest
 
@@ -122,3 +124,20 @@ def test_the_check_does_not_import_litellm() -> None:
         check=True,
     )
     assert done.stdout.strip() == "False"
+
+
+def test_judge_with_a_typo_calls_and_records_nothing(project: Path) -> None:
+    (project / "s.yaml").write_text(
+        "name: s\nrubric: Prefer correct answers.\ntasks:\n  - id: t1\n    prompt: Hi?\n"
+    )
+    runner = CliRunner()
+    made = runner.invoke(cli, ["run", "--suite", "s.yaml", "--models", "sim/a,sim/b", "--run", "r"])
+    assert made.exit_code == 0, made.output
+    for option in (["--judge", "gemini/gemini-2.5-flsh"],
+                   ["--judge", "gemini/gemini-2.5-pro", "--first-pass", "gemini/gemini-2.5-flsh"]):
+        result = runner.invoke(cli, ["judge", "--run", "r", *option])
+        assert result.exit_code == 2
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert '"gemini/gemini-2.5-flsh"' in result.stderr
+        assert "did you mean gemini/gemini-2.5-flash" in result.stderr
+    assert not (project / "runs" / "r" / "verdicts.jsonl").exists()
