@@ -115,3 +115,19 @@ def test_broken_template_shows_an_error_page_and_the_server_survives(
     output, _ = process.communicate(timeout=10)
     assert "build failed (changed: templates/page.html)" in output
     assert "TemplateSyntaxError" in output
+
+
+def test_an_unlisted_results_file_is_a_warning_naming_publish_not_a_failed_build(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    base, root, process = served
+    (root / "results" / "extra.json").write_bytes((root / "results" / "one.json").read_bytes())
+    status, body = poll(f"{base}/__konkord/build", lambda s, b: '"build": 2' in b, 10)
+    assert '"error": null' in body, body
+    status, body = poll(f"{base}/", lambda s, _: s == 200, 10)
+    assert status == 200 and "Build failed" not in body
+    process.terminate()
+    output, _ = process.communicate(timeout=10)
+    assert "Traceback" not in output, output
+    assert "warning: results/extra.json: not on the site" in output
+    assert "`konkord publish extra`" in output

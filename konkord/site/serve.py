@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -190,6 +191,15 @@ def _echo(line: str) -> None:
     print(line, flush=True)
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """A server that lets a reader leave mid-reply (a closed tab, a click away) in silence."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # not a fault: the terminal is for build messages, not tracebacks
+        super().handle_error(request, client_address)
+
+
 class SiteServer:
     """The build-watch-serve loop, startable and stoppable (tests run it in a thread)."""
 
@@ -212,7 +222,7 @@ class SiteServer:
         self.changes: queue.Queue[set[str]] = queue.Queue()
         handler = partial(SiteHandler, state=self.state, directory=str(out.resolve()))
         try:
-            self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+            self.httpd = QuietServer(("127.0.0.1", port), handler)
         except OSError as exc:
             raise KonkordError(
                 f"cannot serve on 127.0.0.1:{port} ({exc.strerror}); pick another port with "
@@ -226,6 +236,8 @@ class SiteServer:
         summary = build_site(
             self.out, offline=True, runs_file=self.runs_file, progress=lambda _: None
         )
+        for note in summary.notes:  # e.g. a results file not on the site, and how to publish it
+            self.echo(note)
         return summary.line()
 
     def rebuild(self, reason: str) -> None:
