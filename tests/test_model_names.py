@@ -69,8 +69,12 @@ def test_any_name_behind_an_api_base_is_taken_as_written() -> None:
 
 def test_readme_names_every_model_by_a_name_litellm_knows() -> None:
     text = README.read_text()
-    names = re.findall(r"--(?:models|judge) (\S+)", text)
+    names = re.findall(r"--(?:models|judge|first-pass) (\S+)", text)
+    # runs.json snippets in prose; the ```json example is served from its api_base
+    prose = re.sub(r"```json\n.*?```", "", text, flags=re.DOTALL)
+    names += re.findall(r'"(?:first_pass|judges)": \[?"([^"]+)"', prose)
     assert names, "the README shows no --models or --judge"
+    assert "gemini/gemini-2.5-pro" in names, "the cascade example is not read"
     for option in names:
         for name in option.split(","):
             if name.startswith(("NAME", "A,B")) or "my-model" in name:
