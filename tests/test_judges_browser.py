@@ -148,3 +148,23 @@ def test_index_lists_every_judge_with_its_figures_per_run(
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     assert problems == []
     page.close()
+
+
+@pytest.mark.parametrize("script", [True, False], ids=["script", "no-script"])
+def test_an_address_deep_inside_a_folded_judge_opens_it(
+    site: str, browser: Any, script: bool
+) -> None:
+    """The demo's leaderboard folds four of its five judges; an address naming a part of one
+    (its ranking anchored to people) opens that judge's fold and shows the part."""
+    context = browser.new_context(
+        java_script_enabled=script, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    page.goto(f"{site}/{RUN}/index.html#judge-3-anchored")
+    assert page.locator("details.judge-fold").count() == 4
+    assert page.locator("details.judge-fold[open]").count() == 1
+    assert page.locator("#judge-3-anchored").is_visible()
+    # ... and scrolled to it: its top is in the window.
+    top = page.evaluate("document.getElementById('judge-3-anchored').getBoundingClientRect().top")
+    assert 0 <= top < 900
+    context.close()

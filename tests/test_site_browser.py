@@ -15,6 +15,7 @@ import pytest
 from fixtures_site import HOSTILE_ANSWERS, standard_runs, write_project
 
 from konkord.results import Results
+from konkord.site.environment import REVEAL_JS
 from konkord.stages.build import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -172,7 +173,9 @@ def test_hostile_answers_execute_nothing_and_keep_the_layout(
     watched.page.goto(f"{base}/hostile/tasks/hostile/")
     page = watched.page
     assert page.evaluate("typeof window.__pwned") == "undefined"
-    assert page.locator("script, iframe, form, input, img").count() == 0
+    assert page.locator("iframe, form, input, img").count() == 0
+    # The one script is the site's own, the one the policy names by its hash.
+    assert page.locator("script").all_text_contents() == [REVEAL_JS]
     # Clicking the hostile link does nothing either.
     link = page.locator(".answers-grid").get_by_text("click me", exact=False).first
     link.click()
@@ -213,3 +216,48 @@ def test_screenshots_of_the_leaderboard(
         watched.page.screenshot(path=str(screenshot_dir / f"leaderboard-{name}.png"), full_page=False)
         watched.close()
     assert (screenshot_dir / "leaderboard-phone.png").stat().st_size > 0
+
+
+OPEN_AND_SHOWN = "id => { const t = document.getElementById(id); return !!t.closest('details[open]')"\
+    " && t.getBoundingClientRect().height > 0; }"
+
+
+@pytest.mark.parametrize("script", [True, False], ids=["script", "no-script"])
+def test_a_link_into_a_folded_judge_opens_it(
+    site: tuple[str, list[Results]], browser: Any, script: bool
+) -> None:
+    """The Judges page links each judge to its section of the leaderboard; a folded one opens,
+    with the script and without it (Chromium reveals a target inside a closed fold itself)."""
+    base, runs = site
+    context = browser.new_context(
+        java_script_enabled=script, viewport={"width": 1280, "height": 900}
+    )
+    page = context.new_page()
+    page.goto(f"{base}/alpha/")
+    assert page.locator("details.judge-fold").count() == len(runs[0].judges) - 1
+    assert page.locator("details.judge-fold[open]").count() == 0
+    assert page.locator("#judge-1").is_visible(), "the first judge is shown in full"
+    assert not page.locator("#judge-2 table.leaderboard").is_visible()
+    page.goto(f"{base}/alpha/judges/")
+    page.click("table.judge-table a[href$='#judge-2']")
+    page.wait_for_url("**/alpha/**#judge-2")
+    assert page.evaluate(OPEN_AND_SHOWN, "judge-2")
+    assert page.locator("#judge-2 table.leaderboard").is_visible()
+    context.close()
+
+
+def test_the_script_alone_opens_a_fold_on_hashchange(
+    site: tuple[str, list[Results]], browser: Any
+) -> None:
+    """Where a browser does not reveal a folded target itself, the page's script does: closed
+    again by hand and told the address changed, the fold opens (so the policy lets it run)."""
+    base, _ = site
+    watched = Watched(browser, base)
+    page = watched.page
+    page.goto(f"{base}/alpha/#judge-2")
+    page.evaluate("document.querySelector('details.judge-fold').open = false")
+    assert not page.evaluate(OPEN_AND_SHOWN, "judge-2")
+    page.evaluate("dispatchEvent(new HashChangeEvent('hashchange'))")
+    assert page.evaluate(OPEN_AND_SHOWN, "judge-2")
+    assert watched.errors == [] and watched.outside == []
+    watched.close()

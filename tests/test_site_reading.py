@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from fixtures_site import make_results, write_project
 
-from konkord.results import CheckView, Interval, LabelView, PassRate, Results
+from konkord.results import CheckView, Interval, LabelView, PassRate, Proportion, Results
 from konkord.site.formatting import anchor
 from konkord.site.task_pages import pair_anchor
 from konkord.stages.build import build_site
@@ -185,3 +185,59 @@ def test_the_tasks_index_counts_a_label_once(site: tuple[Path, Results]) -> None
     # Task 1: ana labelled the first two models' pair (set against the first judge only) and
     # the failed and cut-off answers' pair (set against both judges): two labels, not three.
     assert labels[results.tasks[0].id] == "2"
+
+
+@pytest.fixture(scope="module")
+def three_judges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Results]]:
+    """Three judges, the first two calibrated, the second closer to people than the first."""
+    root = tmp_path_factory.mktemp("folds")
+    results = make_results(
+        "folds",
+        n_tasks=2,
+        judges=("judge/first", "judge/second", "judge/third"),
+        calibrated=[True, True, False],
+    )
+    results.judge_blocks[1].calibration.agreement = Proportion(
+        k=54, n=60, rate=0.9, low=0.8, high=0.95
+    )
+    write_project(root, [results])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    yield root / "public", results
+
+
+def test_leaderboard_shows_the_first_judge_and_folds_each_other_under_one_line(
+    three_judges: tuple[Path, Results],
+) -> None:
+    public, results = three_judges
+    soup = soup_of(public / "folds" / "index.html")
+    sections = soup.select("section.judge")
+    assert [s["id"] for s in sections] == ["judge-1", "judge-2", "judge-3"]
+    # The first judge's section is shown in full, outside any fold.
+    assert sections[0].find_parent("details") is None
+    lead = soup.select_one("p.lead-judge")
+    assert lead is not None
+    text = lead.get_text(" ", strip=True)
+    assert "judge/first , the run's first judge" in text
+    assert "Closest to people by point estimate: judge/second , 90% (80% to 95%)" in text
+    # Each other judge: a closed fold whose one line names the judge, its agreement with
+    # people (interval included) or "uncalibrated", its flip rate and the model ahead.
+    for section, block in zip(sections[1:], results.judge_blocks[1:], strict=True):
+        fold = section.find_parent("details")
+        assert fold is not None and "judge-fold" in fold["class"] and not fold.has_attr("open")
+        line = fold.summary.get_text(" ", strip=True)
+        assert line.startswith(block.judge)
+        flips = block.diagnostics.flip_rate.rate
+        assert flips is not None and f"order flips: {100 * flips:.0f}%" in line
+        top = block.ratings[0]
+        ranks = (
+            f"{top.rank_best}–{top.rank_worst}" if top.rank_best != top.rank_worst else top.rank
+        )
+        assert f"first: {top.model} (rank {ranks})" in line
+        # Nothing is hidden from the page's text: the whole ranking is inside the fold.
+        assert len(section.select("table.leaderboard tbody tr")) == len(block.ratings)
+    second, third = (s.find_parent("details").summary.get_text() for s in sections[1:])
+    assert "people: 90% (80% to 95%) ·" in second
+    assert "people: uncalibrated ·" in third
+

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ from bs4 import BeautifulSoup, Tag
 from fixtures_site import HOSTILE_ANSWERS, SYSTEM_PROMPT, make_results, standard_runs, write_project
 
 from konkord.results import Results
+from konkord.site.environment import REVEAL_JS
 from konkord.site.markdown import render_markdown, sanitise_html
 from konkord.stages.build import build_site
 
@@ -135,9 +138,15 @@ def test_every_page_forbids_script_and_loads_nothing_from_elsewhere(
         soup = BeautifulSoup(path.read_text(), "html.parser")
         csp = soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})
         assert isinstance(csp, Tag), path
-        assert "script-src 'none'" in str(csp["content"])
+        # The one script allowed is the site's own, named by its hash: no 'unsafe-inline',
+        # no 'self', so a script that got into a page any other way does not run.
+        scripts = [script.string for script in soup.find_all("script")]
+        assert scripts == [REVEAL_JS], path
+        digest = base64.b64encode(hashlib.sha256(str(scripts[0]).encode()).digest()).decode()
+        assert f"script-src 'sha256-{digest}';" in str(csp["content"]), path
         assert "default-src 'none'" in str(csp["content"])
-        assert not soup.find_all(["script", "iframe", "form", "img", "object", "embed"]), path
+        assert not soup.find_all("script", src=True), path
+        assert not soup.find_all(["iframe", "form", "img", "object", "embed"]), path
         for tag in soup.find_all(True):
             assert not any(attr.startswith("on") for attr in tag.attrs), (path, tag.name)
         for link in soup.find_all("link"):
@@ -146,6 +155,7 @@ def test_every_page_forbids_script_and_loads_nothing_from_elsewhere(
             assert not str(anchor["href"]).lower().startswith("javascript:"), path
     headers = (public / "_headers").read_text()
     assert "Content-Security-Policy: default-src 'none'" in headers
+    assert f"script-src 'sha256-{digest}';" in headers
     assert "frame-ancestors 'none'" in headers
 
 
@@ -246,7 +256,7 @@ def test_calibration_page_has_every_breakdown_and_the_gallery(
     assert glance.select_one('a[href="#judge-1-disagreements"]') is not None
     assert soup.select_one("#judge-1-disagreements") is not None
     # The hostile rationale in the gallery is text, not script.
-    assert not soup.find_all("script")
+    assert [script.string for script in soup.find_all("script")] == [REVEAL_JS]
     uncal = soup.select_one("#judge-2").get_text(" ", strip=True)
     assert "Uncalibrated." in uncal and "not 0%, not 100%" in uncal
 
@@ -278,7 +288,10 @@ def test_task_page_shows_answers_verdicts_flips_and_labels(
 
 def test_hostile_text_is_rendered_inert(site: tuple[Path, list[Results]]) -> None:
     public, _ = site
+    # Beside the site's own script, the page holds no script, and nothing that could run one.
     html = (public / "hostile/tasks/hostile/index.html").read_text()
+    assert html.count(f"<script>{REVEAL_JS}</script>") == 1
+    html = html.replace(f"<script>{REVEAL_JS}</script>", "")
     soup = BeautifulSoup(html, "html.parser")
     assert not soup.find_all(["script", "iframe", "form", "input", "img", "svg"])
     assert "window.__pwned" in soup.get_text(), "hostile text is shown as text"

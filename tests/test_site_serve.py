@@ -15,6 +15,8 @@ import pytest
 from bs4 import BeautifulSoup
 from fixtures_site import make_results, write_project
 
+from konkord.site.environment import REVEAL_JS, SCRIPT_SRC
+
 DEADLINE_S = 2.0
 
 
@@ -72,12 +74,14 @@ def test_serve_injects_live_reload_and_allows_only_that_script(
     assert status == 200
     soup = BeautifulSoup(html, "html.parser")
     scripts = soup.find_all("script")
-    assert [s["src"] for s in scripts] == ["/__konkord/reload.js"]
-    assert not scripts[0].string, "no inline script"
+    assert [s.get("src") for s in scripts] == [None, "/__konkord/reload.js"]
+    assert scripts[0].string == REVEAL_JS, "the only inline script is the site's own"
+    assert not scripts[1].string
     csp = str(soup.find("meta", attrs={"http-equiv": "Content-Security-Policy"})["content"])
-    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
-    # The file on disk is the plain build: no script at all.
-    assert "<script" not in (root / "public/one/index.html").read_text()
+    assert f"{SCRIPT_SRC} 'self';" in csp and "unsafe-inline" not in csp
+    # The file on disk is the plain build: no reload script.
+    on_disk = (root / "public/one/index.html").read_text()
+    assert "reload.js" not in on_disk and on_disk.count("<script") == 1
     status, body = fetch(f"{base}/nowhere/")
     assert status == 404 and "Not found" in body
 

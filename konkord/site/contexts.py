@@ -119,12 +119,28 @@ def checks_table(results: Results) -> dict[str, Any] | None:
     return {"checks": checks, "rows": rows, "meanings": meanings}
 
 
+def closest_to_people(results: Results) -> JudgeBlock | None:
+    """The calibrated judge whose agreement with people has the highest point estimate (the
+    first such on a tie), or None when no judge is calibrated."""
+    rates = [
+        (b.calibration.agreement.rate, -index, b)
+        for index, b in enumerate(results.judge_blocks)
+        if b.calibration.agreement is not None and b.calibration.agreement.rate is not None
+    ]
+    return max(rates, key=lambda entry: entry[:2], default=(0.0, 0, None))[2]
+
+
 def leaderboard_context(results: Results) -> dict[str, Any]:
+    """The run's first judge in full, the others folded under a one-line summary each: the
+    first is the one the runs index and the checks table rank by, so the page agrees with them."""
     sections = judge_sections(results)
     for section in sections:
         section.update(_leaderboard_section(results, section["block"]))
+        ratings = section["block"].ratings
+        section["ahead"] = ratings[0] if ratings and ratings[0].comparisons else None
     return {
         "sections": sections,
+        "closest": closest_to_people(results),
         "pass_rates": results.pass_rates,
         "checks_table": checks_table(results),
         "cost": results.cost,

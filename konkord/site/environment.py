@@ -3,6 +3,7 @@ reads, and the hashes that tell the incremental writer when a template or input 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +28,30 @@ from konkord.site.formatting import (
 )
 from konkord.site.markdown import render_markdown
 
-# The policy every page carries as a meta tag (and _headers sends as a header): nothing runs,
-# nothing loads from elsewhere. Serve mode swaps `script-src 'none'` for its reload script.
+# Opens every folded section (<details>) around the element the address names, so a link into a
+# folded judge, disagreement or verdict shows it. Chromium and recent Firefox do this by
+# themselves (the HTML standard's "ancestor details revealing"); this covers the browsers that
+# do not. Without script the content is in the page all the same, one click away.
+REVEAL_JS = """(function () {
+  function reveal() {
+    var id = location.hash.slice(1), target = null, opened = false;
+    try { target = id && document.getElementById(decodeURIComponent(id)); } catch (e) {}
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS" && !node.open) { node.open = true; opened = true; }
+    }
+    if (opened) target.scrollIntoView();
+  }
+  addEventListener("hashchange", reveal);
+  reveal();
+})();"""
+REVEAL_HASH = base64.b64encode(hashlib.sha256(REVEAL_JS.encode()).digest()).decode()
+# The policy every page carries as a meta tag (and _headers sends as a header): nothing loads
+# from elsewhere, and the one script that runs is REVEAL_JS, named by its hash, so a script
+# that got into a page some other way (an answer, a rationale) is refused by the browser.
+# Serve mode adds 'self' to script-src for its reload script.
+SCRIPT_SRC = f"script-src 'sha256-{REVEAL_HASH}'"
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; script-src 'none'; "
+    f"default-src 'none'; style-src 'self'; img-src 'self' data:; {SCRIPT_SRC}; "
     "base-uri 'none'; form-action 'none'"
 )
 METHODOLOGY_CONTENT = "methodology.md"
@@ -99,7 +120,11 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         winner=winner_text,
     )
     env.globals.update(
-        anchor=anchor, csp=Markup(CSP), site_version=__version__, data_html=data_html
+        anchor=anchor,
+        csp=Markup(CSP),
+        reveal_js=Markup(REVEAL_JS),
+        site_version=__version__,
+        data_html=data_html,
     )
     return env
 
@@ -129,9 +154,10 @@ def template_closure(
 def template_hash(
     env: jinja2.Environment, name: str, parsed: dict[str, tuple[str, ...]] | None = None
 ) -> str:
-    """Hash of a template and everything it pulls in: the part of a page's inputs it owns."""
+    """Hash of a template and everything it pulls in: the part of a page's inputs it owns.
+    The policy counts too: it names the script's hash, which every page carries."""
     assert env.loader is not None
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(CSP.encode())
     for member in template_closure(env, name, parsed):
         source, _, _ = env.loader.get_source(env, member)
         digest.update(member.encode() + b"\x00" + source.encode() + b"\x00")

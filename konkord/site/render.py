@@ -27,6 +27,7 @@ from konkord.site.contexts import (
 from konkord.site.environment import (
     CSP,
     METHODOLOGY_CONTENT,
+    SCRIPT_SRC,
     ContentFile,
     load_content,
     make_environment,
@@ -42,6 +43,7 @@ from konkord.site.task_pages import task_context, tasks_index_context
 __all__ = [
     "CSP",
     "RESERVED_NAMES",
+    "SCRIPT_SRC",
     "ContentFile",
     "PagePlan",
     "RunSummary",

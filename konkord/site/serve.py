@@ -2,7 +2,7 @@
 
 The built pages are the same bytes `konkord build` writes; only on their way out does the
 server add the live-reload script (an external same-origin file, allowed by relaxing the
-page's CSP from `script-src 'none'` to `'self'`). A failed build never stops the server: the
+page's CSP to add `'self'` to script-src). A failed build never stops the server: the
 error is printed and every page shows it until the next build succeeds.
 """
 
@@ -22,12 +22,12 @@ from typing import Any
 from markupsafe import escape
 
 from konkord.errors import KonkordError
-from konkord.site.render import CSP
+from konkord.site.render import CSP, SCRIPT_SRC
 
 WATCHED_DIRS = ("suites", "runs", "results", "templates", "content")
 RELOAD_PATH = "/__konkord/reload.js"
 STATE_PATH = "/__konkord/build"
-SERVE_CSP = CSP.replace("script-src 'none'", "script-src 'self'; connect-src 'self'")
+SERVE_CSP = CSP.replace(SCRIPT_SRC, f"{SCRIPT_SRC} 'self'; connect-src 'self'")
 
 # Polls the build counter and reloads the page when a new build (or a build error) lands.
 RELOAD_JS = """(function () {
