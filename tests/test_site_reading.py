@@ -13,6 +13,7 @@ from fixtures_site import make_results, write_project
 
 from konkord.results import CheckView, Interval, LabelView, PassRate, Proportion, Results
 from konkord.site.formatting import anchor
+from konkord.site.markdown import summary_line
 from konkord.site.task_pages import pair_anchor
 from konkord.stages.build import build_site
 
@@ -187,6 +188,12 @@ def test_the_tasks_index_counts_a_label_once(site: tuple[Path, Results]) -> None
     assert labels[results.tasks[0].id] == "2"
 
 
+MARKDOWN_PROMPT = (
+    "Write `def total(xs: list[int]) -> int` returning the **sum** of [the items](https://x.org)"
+    " <b>now</b>\nand nothing else.\n\n```python\nassert total([]) == 0\n```\n"
+)
+
+
 @pytest.fixture(scope="module")
 def three_judges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Results]]:
     """Three judges, the first two calibrated, the second closer to people than the first."""
@@ -200,6 +207,7 @@ def three_judges(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
     results.judge_blocks[1].calibration.agreement = Proportion(
         k=54, n=60, rate=0.9, low=0.8, high=0.95
     )
+    results.tasks[0].prompt = MARKDOWN_PROMPT
     write_project(root, [results])
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
@@ -241,3 +249,52 @@ def test_leaderboard_shows_the_first_judge_and_folds_each_other_under_one_line(
     assert "people: 90% (80% to 95%) ·" in second
     assert "people: uncalibrated ·" in third
 
+
+
+def test_the_tasks_index_shows_a_prompt_as_text_with_its_code_as_code(
+    three_judges: tuple[Path, Results],
+) -> None:
+    public, _ = three_judges
+    rows = soup_of(public / "folds" / "tasks" / "index.html").select("table.tasks tbody tr")
+    cell = rows[0].select_one("td.prompt")
+    assert cell is not None
+    assert cell.get_text() == (
+        "Write def total(xs: list[int]) -> int returning the sum of the items <b>now</b> and"
+        " nothing else."
+    )
+    assert [code.get_text() for code in cell.select("code")] == ["def total(xs: list[int]) -> int"]
+    assert "`" not in cell.get_text() and "**" not in cell.get_text()
+    assert cell.select("b, a, strong") == [], "the prompt's markup is text, its links are gone"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "html"),
+    [
+        ("A plain prompt.", "A plain prompt."),
+        ("# Heading `x`\n\nbody", "Heading <code>x</code>"),
+        ("- item with *stars* and snake_case\n- two", "item with stars and snake_case"),
+        ("Write this:\n\n    def f(a: int) -> int\n", "Write this: <code>def f(a: int) -&gt; int</code>"),
+        ("```\nonly(code)\n```", "<code>only(code)</code>"),
+        (
+            "<script>alert(1)</script> [x](javascript:alert(1))",
+            "&lt;script&gt;alert(1)&lt;/script&gt; [x](javascript:alert(1))",
+        ),
+        ("", ""),
+    ],
+)
+def test_summary_line(prompt: str, html: str) -> None:
+    assert str(summary_line(prompt)) == html
+
+
+@pytest.mark.parametrize(
+    ("prompt", "html"),
+    [
+        ("one two three four", "one two three…"),
+        ("one two threefour", "one two…"),
+        ("item with *stars* and more", "item with…"),
+        ("`abcdefghijklmnop` tail", "<code>abcdefghijklm</code>…"),
+        ("abcdefghijklmnopq", "abcdefghijklm…"),
+    ],
+)
+def test_summary_line_cuts_at_a_word(prompt: str, html: str) -> None:
+    assert str(summary_line(prompt, limit=13)) == html

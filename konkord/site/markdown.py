@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import nh3
 from markdown_it import MarkdownIt
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 ALLOWED_TAGS = {
     "a", "p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote",
@@ -249,3 +249,50 @@ def render_markdown(text: str) -> Markup:
 def sanitise_html(html: str) -> str:
     """The same allow-list for HTML from elsewhere; exposed so tests can probe it directly."""
     return str(_cleaner.clean(html))
+
+
+def summary_line(text: str, limit: int = 140) -> Markup:
+    """A Markdown text's first paragraph (or heading, or list item) as one line for a list of
+    tasks: plain text with its code spans kept as code, every other mark dropped (raw Markdown
+    would show its backticks, rendered blocks would not fit a table cell). A paragraph that
+    ends in a colon before code ("Write this function:") takes the code's first line along.
+    All text escaped; at most `limit` characters, cut at a word with an ellipsis."""
+    tokens = _markdown.parse(text[: limit * 8])
+    at = next(
+        (
+            i
+            for i in range(1, len(tokens))
+            if tokens[i].type == "inline"
+            and tokens[i - 1].type in {"paragraph_open", "heading_open"}
+        ),
+        None,
+    )
+    pieces: list[tuple[str, bool]] = []  # (text, is code)
+    if at is None:  # no prose at all: the first line of the first code, if any
+        block = next((t.content for t in tokens if t.type in {"fence", "code_block"}), "")
+        first = next((line.strip() for line in block.splitlines() if line.strip()), "")
+        return Markup(f"<code>{escape(first[:limit])}</code>" if first else "")
+    for child in tokens[at].children or []:
+        if child.type in {"text", "code_inline"}:
+            pieces.append((child.content, child.type == "code_inline"))
+        elif child.type in {"softbreak", "hardbreak"}:
+            pieces.append((" ", False))
+        # emphasis and links: their text arrives as text children, their marks are dropped
+    after = tokens[at + 2] if at + 2 < len(tokens) else None
+    if pieces and pieces[-1][0].endswith(":") and after and after.type in {"fence", "code_block"}:
+        first = next((line.strip() for line in after.content.splitlines() if line.strip()), "")
+        pieces += [(" ", False), (first, True)] if first else []
+    parts: list[str] = []
+    room = limit
+    for piece, code in pieces:
+        if len(piece) > room:
+            cut = piece[:room]
+            # Whole words only, unless the first word alone is too long.
+            if not code and piece[room] != " ":
+                cut = cut[: cut.rfind(" ")] if " " in cut else "" if parts else cut
+            if cut.strip():
+                parts.append(f"<code>{escape(cut)}</code>" if code else str(escape(cut)))
+            return Markup("".join(parts).strip() + "…")
+        room -= len(piece)
+        parts.append(f"<code>{escape(piece)}</code>" if code else str(escape(piece)))
+    return Markup("".join(parts).strip())

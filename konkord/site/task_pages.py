@@ -7,6 +7,7 @@ from typing import Any
 from konkord.results import ComparisonView, Results, TaskView
 from konkord.site.contexts import judge_sections
 from konkord.site.formatting import anchor
+from konkord.site.markdown import summary_line
 
 
 def tasks_index_context(results: Results) -> dict[str, Any]:
@@ -21,11 +22,10 @@ def tasks_index_context(results: Results) -> dict[str, Any]:
                 for label in c.labels
             }
         )
-        first_line = task.prompt.strip().splitlines()[0] if task.prompt.strip() else ""
         rows.append(
             {
                 "task": task,
-                "summary": first_line[:140] + ("…" if len(first_line) > 140 else ""),
+                "summary": summary_line(task.prompt),
                 "flips": flips,
                 "labels": labels,
                 "comparisons": len(task.comparisons),
