@@ -28,8 +28,24 @@ pytestmark = [
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """A static host as Cloudflare's is configured: a missing address, at any depth, gets the
+    site's 404.html with status 404 (wrangler.jsonc: not_found_handling "404-page")."""
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
 
 @pytest.fixture(scope="module")
@@ -260,4 +276,36 @@ def test_the_script_alone_opens_a_fold_on_hashchange(
     page.evaluate("dispatchEvent(new HashChangeEvent('hashchange'))")
     assert page.evaluate(OPEN_AND_SHOWN, "judge-2")
     assert watched.errors == [] and watched.outside == []
+    watched.close()
+
+
+@pytest.mark.parametrize("missing", ["/nope", "/alpha/tasks/nope/deeper/", "/alpha/x/y/z.html"])
+def test_the_not_found_page_works_at_any_depth(
+    site: tuple[str, list[Results]], browser: Any, missing: str
+) -> None:
+    """The host answers a missing address with 404.html and keeps the address: the page is
+    styled, and its links lead to the runs and the about page from wherever it was asked."""
+    base, _ = site
+    watched = Watched(browser, base)
+    page = watched.page
+    links = {
+        "main a:has-text('front page')": f"{base}/index.html",
+        "header.site nav a:has-text('About')": f"{base}/about/index.html",
+    }
+    for link, lands in links.items():
+        response = page.goto(base + missing)
+        assert response is not None and response.status == 404
+        assert page.url == base + missing, "the host keeps the address as typed"
+        assert page.locator("main h1").inner_text() == "Not found"
+        display = page.evaluate("getComputedStyle(document.querySelector('header.site')).display")
+        assert display == "flex", "the stylesheet loaded"
+        with page.expect_navigation() as navigation:
+            page.click(link)
+        assert navigation.value is not None and navigation.value.status == 200
+        assert page.url == lands
+    # Chromium logs each 404 it is answered with: the two pages asked for, and nothing else
+    # (no stylesheet or link target missing).
+    not_found = "Failed to load resource: the server responded with a status of 404 (Not Found)"
+    assert watched.errors == [not_found] * len(links)
+    assert watched.outside == []
     watched.close()

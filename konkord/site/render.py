@@ -153,7 +153,8 @@ def plan_site_pages(
                 (item.name,),
             )
         )
-    # The 404 page is served at any depth, so its links are absolute.
+    # The 404 page is served for a missing address at any depth, so its links are absolute
+    # (templates/404.html says why that is right for the server and harmless from disk).
     pages.append(PagePlan("404.html", "404.html", {**base, "root": "/"}))
     return pages
 
