@@ -120,12 +120,20 @@ def test_judges_page_shows_the_table_the_panel_and_the_picture(
     picture = page.locator("figure.plot svg.ranks")
     assert picture.locator("polyline").count() == len(expected.models)
     assert "pair-order agreement" in page.locator("#definitions + dl").inner_text()
-    # the page never scrolls sideways: the wide table scrolls inside its own box
+    # the page never scrolls sideways, and neither do its tables: on a phone each judge's
+    # figures stack under their names, each model's places line up under its name
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
-    box = page.locator("table.judge-table").evaluate(
-        "t => t.parentElement.getBoundingClientRect().right"
-    )
-    assert box <= width + 1
+    for table in ("table.judge-table", "table.panel-ranking"):
+        box = page.locator(table).evaluate("t => t.parentElement.getBoundingClientRect().right")
+        assert box <= width + 1
+        hidden = page.locator(table).evaluate(
+            "t => t.parentElement.scrollWidth - t.parentElement.clientWidth"
+        )
+        assert hidden <= 1, f"{table} hides {hidden} px to scroll to at {width} px"
+    if width < 640:
+        cell = page.locator("table.judge-table tbody tr").first.locator("td.people")
+        label = cell.evaluate("td => getComputedStyle(td, '::before').content")
+        assert label == '"Agreement with people"'
     assert problems == []
     page.close()
 
