@@ -38,7 +38,6 @@ import numpy.typing as npt
 
 from .bt import DEFAULT_PRIOR, FloatArray, IntArray, index_arrays, newton_bt
 from .diagnostics import wilson_interval
-from .floors import hull, wilson_bounds
 from .resample import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_interval, task_weights
 
 LEVEL_TOLERANCE = 1e-6  # fitted log-strengths closer than this rank two models level
@@ -166,23 +165,17 @@ def task_mean(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
-    units: IntArray | None = None,
-    spread_required: bool = False,
 ) -> TaskFigure:
     """Mean over tasks of per-task values (J, T), NaN left out, with an interval from resampling
     tasks (one set of draws for every judge, so judges are compared on the same resamples).
 
     The interval is the expanded BCa the rankings use (`bootstrap_interval`), with the
-    acceleration from the leave-one-task-out means. Given `units` (J, T), the model pairs each
-    per-task value averages, the interval is widened to contain the Wilson interval of the mean
-    over all those pairs, as if each were an independent 0/1 outcome: where every task gives
-    the same value the bootstrap has nothing to resample and would give a point ("100%
-    [100%, 100%]" from three tasks); the floor keeps it from claiming more than the pairs
-    behind it can say (in simulated healthy fields it widens a bound by at most about 0.02).
-    A figure that is not a share of pairs (consistency is a fitted probability, far steadier
-    than a 0/1 outcome) has no such floor: with `spread_required`, a judge whose per-task
-    values are all equal gets no interval at all, since tasks that never differ cannot say how
-    the figure would vary over new ones."""
+    acceleration from the leave-one-task-out means. A judge whose per-task values are all
+    equal gets no interval at all: the bootstrap has nothing to resample and would give a
+    point ("1.00 [1.00, 1.00]" from three tasks), and tasks that never differ cannot say how
+    the figure would vary over new ones. (A Wilson floor over the pairs behind the figure was
+    tried and rejected: pairs ordered by one ranking are not independent outcomes, and on the
+    demo's 29 tasks it widened healthy intervals by a fifth.)"""
     values = np.asarray(per_task, dtype=np.float64)
     n_judges, n_tasks = values.shape
     defined = ~np.isnan(values)
@@ -214,15 +207,11 @@ def task_mean(
                 n_units=int(count[k]),
             )
             lower[k], upper[k] = float(iv.lower), float(iv.upper)
-    if spread_required and n_tasks:
+    if n_tasks:
         top = np.where(defined, values, -np.inf).max(axis=1)
         bottom = np.where(defined, values, np.inf).min(axis=1)
         flat = (count > 0) & (top - bottom <= 1e-12)
         lower[flat], upper[flat] = np.nan, np.nan
-    if units is not None and n_tasks:
-        n_units = np.where(defined, np.asarray(units, dtype=np.float64), 0.0).sum(axis=1)
-        floor_low, floor_high = wilson_bounds(np.nan_to_num(mean) * n_units, n_units, level)
-        lower, upper = hull(lower, upper, floor_low, floor_high)
     return TaskFigure(values, mean, lower, upper, count.astype(np.int64))
 
 
@@ -291,8 +280,8 @@ def panel_figures(
         if with_consensus:
             match[:, first:stop], pairs[:, first:stop] = _consensus_per_task(wins, own, prior)
     return PanelFigures(
-        consistency=task_mean(steadiness, n_resamples, seed, level, spread_required=True),
-        consensus=task_mean(match, n_resamples, seed, level, pairs) if with_consensus else None,
+        consistency=task_mean(steadiness, n_resamples, seed, level),
+        consensus=task_mean(match, n_resamples, seed, level) if with_consensus else None,
         consensus_pairs=pairs if with_consensus else None,
     )
 
@@ -314,7 +303,7 @@ def consensus_match(
             f"(got {n_judges}): with two, the consensus of the others is one judge"
         )
     share, pairs = _consensus_per_task(wins, task_strengths(wins, prior), prior)
-    return task_mean(share, n_resamples, seed, level, pairs), pairs
+    return task_mean(share, n_resamples, seed, level), pairs
 
 
 def task_consistency(
@@ -328,7 +317,7 @@ def task_consistency(
     fit, over the models present; averaged over tasks (see the module docstring)."""
     wins = np.asarray(wins, dtype=np.float64)
     per_task = _consistency_per_task(wins, task_strengths(wins, prior))
-    return task_mean(per_task, n_resamples, seed, level, spread_required=True)
+    return task_mean(per_task, n_resamples, seed, level)
 
 
 @dataclass(frozen=True)
