@@ -21,6 +21,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 import konkord
 
@@ -56,7 +57,7 @@ def _code_signature() -> str:
     return "\n".join(rows)
 
 
-def _tree(folder: Path) -> tuple[list[str], list[str]]:
+def walk_tree(folder: Path) -> tuple[list[str], list[str]]:
     """Every file and every folder under `folder` (the folder itself included)."""
     files: list[str] = []
     folders: list[str] = [str(folder)]
@@ -75,6 +76,9 @@ def fingerprint(key: dict[str, str], files: list[str], folders: list[str]) -> st
     for name in sorted(set(files)):
         digest.update(f"\0file {name}\0".encode())
         try:
+            if not S_ISREG(os.stat(name).st_mode):
+                digest.update(b"(not a file)")  # a FIFO put in a file's place would hang a read
+                continue
             with open(name, "rb") as handle:
                 digest.update(hashlib.file_digest(handle, "sha256").digest())
         except OSError:
@@ -159,11 +163,11 @@ def record(
     folders = [str(folder) for folder in results_folders]
     for _name, suite, evidence, results in runs:
         files += [str(suite), str(results)]
-        tree_files, tree_folders = _tree(evidence)
+        tree_files, tree_folders = walk_tree(evidence)
         files += tree_files
         folders += tree_folders
     for tree in (templates_dir, content_dir):
-        tree_files, tree_folders = _tree(tree)
+        tree_files, tree_folders = walk_tree(tree)
         files += tree_files
         folders += tree_folders
     key = build_key(out, runs_file, templates_dir, content_dir)
@@ -184,7 +188,7 @@ def _run_stamp(
 ) -> tuple[Path, dict[str, str], list[str], list[str]]:
     # Hashed: the settings may hold an api_base, and a stamp file is no place for any part of it.
     key = {"run": run, "settings": hashlib.sha256(settings.encode()).hexdigest()}
-    files, folders = _tree(evidence)
+    files, folders = walk_tree(evidence)
     name = hashlib.sha256(run.encode()).hexdigest()[:16]
     return STAMP_DIR / "runs" / f"{name}.json", key, [str(suite), str(results), *files], folders
 

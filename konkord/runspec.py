@@ -46,6 +46,7 @@ class RunSpec:
     in_runs_file: bool = False
     cascade: Cascade | None = None  # a first-pass judge in front of the strong one
     deployments: dict[str, tuple[Deployment, ...]] = field(default_factory=dict)
+    deployments_file: Path | None = None  # where `deployments` came from, if from a file
 
     @property
     def run_dir(self) -> Path:
@@ -72,6 +73,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         results_path=entry.results_path,
         in_runs_file=True,
         cascade=entry.cascade,
+        deployments_file=base / entry.deployments if isinstance(entry.deployments, str) else None,
     )
 
 

@@ -24,10 +24,19 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     diagnostics and cost, and write them with every answer and verdict to one
     versioned results file. Calls no model.
     """
+    from konkord import reportstamp
+
+    key = reportstamp.report_key(run_name, out, (resamples, seed, resample))
+    replayed = reportstamp.replay(key)
+    if replayed is not None:  # nothing it reads changed since an identical report
+        click.echo(replayed, nl=False)
+        return
+
     from konkord.errors import KonkordError
     from konkord.paths import require_inside
     from konkord.results import read_results, write_results
-    from konkord.runspec import resolve_run
+    from konkord.runs_config import DEFAULT_RUNS_FILE
+    from konkord.runspec import manifest_path, resolve_run
     from konkord.stages.freshness import ReportOptions, results_current
     from konkord.stages.report_print import print_report
 
@@ -36,6 +45,15 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
         require_inside(out, "--out")
     options = ReportOptions(resamples=resamples, seed=seed, unit=resample)  # type: ignore[arg-type]
     path = out or spec.results_path
+    files, folders = reportstamp.inputs(
+        DEFAULT_RUNS_FILE,
+        manifest_path(run_name),
+        spec.suite_path,
+        spec.deployments_file,
+        spec.run_dir,
+        path,
+    )
+    before = reportstamp.fingerprint(key, files, folders)
     # The results are a function of the evidence, suite and options (their digest is in the
     # file): when none changed, print the file as it is rather than recompute the same bytes.
     if results_current(spec, options, path):
@@ -44,8 +62,12 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
         except KonkordError:
             pass
         else:
-            print_report(current)
-            click.echo(f"{path} is up to date with the evidence; nothing recomputed")
+            with reportstamp.captured() as printed:
+                print_report(current)
+                click.echo(f"{path} is up to date with the evidence; nothing recomputed")
+            # Kept only if nothing changed while it was read: the text is then theirs.
+            if reportstamp.fingerprint(key, files, folders) == before:
+                reportstamp.record(key, files, folders, before, printed.getvalue())
             return
     from konkord.stages.report import build_results
 
