@@ -45,6 +45,7 @@ class PairwiseDifferences:
 
 
 ZERO_TOLERANCE = 1e-9
+_PAIR_BLOCK_ELEMENTS = 1 << 20  # (jackknife fits x pairs) formed at once: 8 MB
 
 
 def _snap(values: FloatArray) -> FloatArray:
@@ -64,17 +65,25 @@ def pairwise_differences(boot: Bootstrap, floor: PairMatrix | None = None) -> Pa
     a, b = np.triu_indices(m, k=1)
     estimate = beta[a] - beta[b]
     draws = boot.log_strength[:, a] - boot.log_strength[:, b]
-    jack = None
-    if boot.jackknife is not None:
-        jb = boot.jackknife.log_strength
-        jack = jb[:, a]
-        jack -= jb[:, b]
     # Differences within solver tolerance are exact zeros (e.g. two models that won and lost
     # the same comparisons); without this, 1e-14 of rounding would make a "separated" claim.
     estimate = _snap(estimate)
     draws = _snap(draws)
-    interval = boot.interval(estimate, draws, jack)
-    low, high = _snap(interval.lower), _snap(interval.upper)
+    low, high = np.empty(a.size), np.empty(a.size)
+    jb = None if boot.jackknife is None else boot.jackknife.log_strength
+    # The jackknife differences of all pairs at once are (tasks x pairs): 31 MB at 40 models
+    # and 5,000 tasks, and the acceleration needs two more of that size. Intervals are
+    # elementwise, so pairs taken a block at a time give the same bits in a tenth of it.
+    step = max(1, _PAIR_BLOCK_ELEMENTS // (1 if jb is None else jb.shape[0]))
+    for start in range(0, a.size, step):
+        block = slice(start, start + step)
+        jack = None
+        if jb is not None:
+            jack = jb[:, a[block]]
+            jack -= jb[:, b[block]]
+        interval = boot.interval(estimate[block], draws[:, block], jack)
+        low[block], high[block] = interval.lower, interval.upper
+    low, high = _snap(low), _snap(high)
     if floor is not None:
         low = np.where(np.isnan(floor[a, b]), low, np.fmin(low, estimate - floor[a, b]))
         high = np.where(np.isnan(floor[a, b]), high, np.fmax(high, estimate + floor[a, b]))
