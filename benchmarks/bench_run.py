@@ -9,7 +9,10 @@
 (b) 2,000 requests at 0 ms latency with 32 calls in flight, throughput against a bare loop of
     litellm.acompletion with a semaphore of 32, measured in the same round (aim: >= 0.9x):
     `konkord run` (2 models x 1000 tasks, --concurrency 16 per model) and `konkord judge`
-    (1000 pairs in both orders, --concurrency 32). Median and range of --repeats rounds.
+    (1000 pairs in both orders, --concurrency 32). The judge is set beside two bare loops: one
+    sending one-line prompts, as run's, and one sending the judge's own messages (system prompt,
+    task, both answers: litellm's own cost per call grows with the message). Median and range
+    of 3 rounds, wall time and client CPU.
 (c) start-up time of `konkord --help` and `konkord validate SUITE` (aim: < 0.5 s).
 
 The server runs in its own process so that its CPU does not count against the client; its
@@ -108,7 +111,7 @@ def answered_project(n_tasks: int, url: str, root: Path) -> Path:
         [
             "run",
             "--suite",
-            str(suite),
+            suite.name,  # relative, so that the copies the judge works on find it inside them
             "--models",
             "openai/bench-a,openai/bench-b",
             "--api-base",
@@ -161,8 +164,29 @@ def konkord_judge(project: Path, n_tasks: int, concurrency: int, url: str) -> fl
     return elapsed
 
 
-def bare_loop(n_requests: int, concurrency: int, url: str) -> float:
-    """Wall time of n_requests litellm.acompletion calls under one semaphore, nothing else."""
+def judge_prompts(project: Path) -> list[list[dict[str, str]]]:
+    """The messages `konkord judge` sends for every pair of `project` (system prompt, task and
+    both answers), composed by konkord itself, untimed: the bare loop's judge-sized anchor."""
+    from konkord.runspec import resolve_run
+    from konkord.stages.judge import calls_to_make, judge_messages
+
+    os.chdir(project)
+    try:
+        spec = resolve_run("bench")
+        items = calls_to_make(spec, ["openai/bench-judge"])
+        return [[dict(m) for m in judge_messages(spec, item)] for item in items]
+    finally:
+        os.chdir(REPO)
+
+
+def bare_loop(
+    n_requests: int,
+    concurrency: int,
+    url: str,
+    prompts: list[list[dict[str, str]]] | None = None,
+) -> float:
+    """Wall time of n_requests litellm.acompletion calls under one semaphore, nothing else;
+    with `prompts`, call k sends prompts[k] (the judge's own messages) instead of one line."""
     from konkord.llm import load_litellm
 
     litellm = load_litellm()
@@ -172,9 +196,10 @@ def bare_loop(n_requests: int, concurrency: int, url: str) -> float:
 
         async def one(i: int) -> None:
             async with gate:
+                short = [{"role": "user", "content": f"Task number {i}, answer briefly."}]
                 await litellm.acompletion(
                     model=f"openai/bench-{'ab'[i % 2]}",
-                    messages=[{"role": "user", "content": f"Task number {i}, answer briefly."}],
+                    messages=short if prompts is None else prompts[i],
                     api_base=url,
                     max_tokens=4096,
                     temperature=0.0,
@@ -232,22 +257,31 @@ def _spread(values: list[float]) -> str:
 def bench_throughput(repeats: int = 3) -> None:
     proc, url = start_server(0.0)
     bare: list[tuple[float, float]] = []
+    sized: list[tuple[float, float]] = []
     kon: list[tuple[float, float]] = []
     jud: list[tuple[float, float]] = []
     try:
         warm_up(url)
         with tempfile.TemporaryDirectory() as tmp:
             project = answered_project(1000, url, Path(tmp))
-            for _ in range(repeats):  # interleaved, so all three see the same machine load
+            prompts = judge_prompts(project)
+            assert len(prompts) == 2000, len(prompts)
+            for _ in range(repeats):  # interleaved, so all four see the same machine load
                 bare.append(_timed(lambda: bare_loop(2000, 32, url)))
                 kon.append(_timed(lambda: konkord_run(1000, 16, url)))
+                sized.append(_timed(lambda: bare_loop(2000, 32, url, prompts)))
                 jud.append(_timed(lambda: konkord_judge(project, 1000, 32, url)))
     finally:
         proc.terminate()
         proc.wait()
-    # Each round's ratio against the bare loop of the same round.
+    # Each round's ratio against the bare loop of the same round; CPU ratios as well, since on a
+    # shared machine the client's own CPU per call is what wall time is made of.
     run_ratio = [b / k for (b, _), (k, _) in zip(bare, kon, strict=True)]
     judge_ratio = [b / j for (b, _), (j, _) in zip(bare, jud, strict=True)]
+    sized_ratio = [b / j for (b, _), (j, _) in zip(sized, jud, strict=True)]
+    run_cpu = [b / k for (_, b), (_, k) in zip(bare, kon, strict=True)]
+    judge_cpu = [b / j for (_, b), (_, j) in zip(bare, jud, strict=True)]
+    sized_cpu = [b / j for (_, b), (_, j) in zip(sized, jud, strict=True)]
 
     def rate(rows: list[tuple[float, float]]) -> str:
         return f"{2000 / statistics.median(w for w, _ in rows):.0f} req/s"
@@ -256,12 +290,17 @@ def bench_throughput(repeats: int = 3) -> None:
         return f"{statistics.median(c for _, c in rows) / 2000 * 1000:.1f} ms"
 
     print(
-        f"(b) 2000 requests, 0 ms, 32 in flight, {repeats} rounds (median [range]): bare "
-        f"litellm loop {rate(bare)}; konkord run {rate(kon)}, {_spread(run_ratio)} of the "
-        f"bare loop; konkord judge {rate(jud)}, {_spread(judge_ratio)} of the bare loop "
-        f"(aim >= 0.9x); client CPU per request: bare {cpu(bare)}, run {cpu(kon)}, judge "
-        f"{cpu(jud)}; wall s bare {[round(w, 1) for w, _ in bare]}, run "
-        f"{[round(w, 1) for w, _ in kon]}, judge {[round(w, 1) for w, _ in jud]}"
+        f"(b) 2000 requests, 0 ms, 32 in flight, {repeats} rounds (median [range]), aim >= 0.9x:\n"
+        f"    bare litellm loop (one-line prompts) {rate(bare)}, CPU {cpu(bare)} per request\n"
+        f"    bare litellm loop (the judge's messages) {rate(sized)}, CPU {cpu(sized)}\n"
+        f"    konkord run {rate(kon)}, CPU {cpu(kon)}: {_spread(run_ratio)} of the bare loop "
+        f"(CPU {_spread(run_cpu)})\n"
+        f"    konkord judge {rate(jud)}, CPU {cpu(jud)}: {_spread(judge_ratio)} of the bare loop "
+        f"(CPU {_spread(judge_cpu)}); {_spread(sized_ratio)} of the bare loop sending the "
+        f"judge's messages (CPU {_spread(sized_cpu)})\n"
+        f"    wall s: bare {[round(w, 1) for w, _ in bare]}, judge-sized bare "
+        f"{[round(w, 1) for w, _ in sized]}, run {[round(w, 1) for w, _ in kon]}, judge "
+        f"{[round(w, 1) for w, _ in jud]}"
     )
 
 

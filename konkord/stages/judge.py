@@ -59,20 +59,34 @@ def _items(spec: RunSpec, log: EvidenceLog, judges: tuple[str, ...]) -> tuple[li
 
 
 def _done_keys(
-    spec: RunSpec, log: EvidenceLog, judge: str, fhash: str, items: list[JudgeItem]
+    spec: RunSpec,
+    log: EvidenceLog,
+    judge: str,
+    fhash: str,
+    items: list[JudgeItem],
+    sent: dict[tuple[str, str, str, str, str], str] | None = None,
 ) -> set[tuple[str, str, str, str, str]]:
-    """Keys whose current verdict was made on exactly the message this run would send now."""
-    wanted = {
-        item.key: message_sha(judge_messages(spec, item)[1]["content"])
-        for item in items
-        if item.judge == judge
-    }
+    """Keys whose current verdict was made on exactly the message this run would send now.
+
+    `sent` holds the message hashes of calls this process has just made, so the tally after
+    judging does not compose every message again; the rest are composed only for the keys
+    that have a verdict."""
+    owed = {item.key: item for item in items if item.judge == judge}
+    known = sent or {}
     done = set()
     for record in load_verdicts(log, judge, fhash):
+        if record.get("kind") != "verdict":
+            continue
         key = (
             record["task_id"], record["model_a"], record["model_b"], record["order"], judge
         )
-        if record.get("kind") == "verdict" and wanted.get(key) == record.get("message_sha"):
+        item = owed.get(key)
+        if item is None:
+            continue
+        wanted = known.get(key)
+        if wanted is None:
+            wanted = message_sha(judge_messages(spec, item)[1]["content"])
+        if wanted == record.get("message_sha"):
             done.add(key)
     return done
 
@@ -227,6 +241,7 @@ async def judge_run(
     gate = asyncio.Semaphore(max(1, concurrency))
     # Verdicts that finish together share one write and one fsync, off the event loop.
     appender = AsyncAppender(log, "verdicts")
+    sent: dict[tuple[str, str, str, str, str], str] = {}
 
     async def judge_one(item: JudgeItem) -> None:
         nonlocal finished
@@ -244,6 +259,7 @@ async def judge_run(
                 f"{log.path('verdicts')}: cannot write ({exc.strerror or exc}); the verdicts "
                 "saved so far are kept: fix this and run the same command again"
             ) from None
+        sent[item.key] = record["message_sha"]
         tally = summary.tallies[item.judge]
         if record["cost_usd"] is None:
             tally.unknown_price = True
@@ -265,7 +281,7 @@ async def judge_run(
 
     await asyncio.gather(*(judge_one(item) for item in todo))
     for judge in judges:
-        done = _done_keys(spec, log, judge, fhash, items)
+        done = _done_keys(spec, log, judge, fhash, items, sent)
         current: list[Record] = [
             r
             for r in load_verdicts(log, judge, fhash)

@@ -111,10 +111,11 @@ async def ask_judge(
     first = await asking
     calls = [first]
     final = first
+    first_parsed = parse_verdict(first.text) if first.ok else None
     if (
-        first.ok
+        first_parsed is not None
         and first.finish_reason != "length"
-        and parse_verdict(first.text).reason == "no_verdict_line"
+        and first_parsed.reason == "no_verdict_line"
     ):
         retry_messages = [
             *judge_messages(spec, item),
@@ -141,7 +142,12 @@ async def ask_judge(
     }
     if len(calls) > 1:
         record["first_raw"] = first.text
-    parsed = parse_verdict(final.text) if final.ok else None
+    if not final.ok:
+        parsed = None
+    elif final is first:
+        parsed = first_parsed  # read once above
+    else:
+        parsed = parse_verdict(final.text)
     if not final.ok and final.error_kind == "empty":
         record |= {
             "kind": "failure",
@@ -176,7 +182,7 @@ async def ask_judge(
             "raw": final.text,
         }
     else:
-        rationale = parse_verdict(first.text).rationale if len(calls) > 1 else parsed.rationale
+        rationale = first_parsed.rationale if first_parsed is not None else parsed.rationale
         record |= {
             "kind": "verdict",
             "position_winner": parsed.position,
