@@ -81,6 +81,9 @@ def konkord_label(browser: Any, root: Path, n_keys: int) -> list[float]:
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.goto(f"http://127.0.0.1:{port}/")
         page.get_by_text("0 of 60 labelled").wait_for(timeout=WAIT_MS)
+        # The shortcuts answer once the buttons are drawn; a key pressed before is lost.
+        page.get_by_role("button", name="Answer 1 better").wait_for(timeout=WAIT_MS)
+        page.wait_for_function(NO_STALE, timeout=WAIT_MS, polling="raf")
         keys = [("1", "2", "t")[k % 3] for k in range(n_keys)]
         return [
             press_and_wait(page, key, f"{done} of 60 labelled")
@@ -110,6 +113,8 @@ def bare_streamlit(browser: Any, root: Path, n_keys: int) -> list[float]:
             except Exception:
                 time.sleep(0.1)
         page.get_by_text("0 of 1000 counted").wait_for(timeout=WAIT_MS)
+        page.get_by_role("button", name="Next").wait_for(timeout=WAIT_MS)
+        page.wait_for_function(NO_STALE, timeout=WAIT_MS, polling="raf")
         return [press_and_wait(page, "1", f"Item {done}") for done in range(1, n_keys + 1)]
     finally:
         kill_group(app)

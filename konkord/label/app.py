@@ -316,6 +316,14 @@ def main() -> None:
         state().pinned = None
     session: Session = state().session
     show_sidebar(session)
+    labelling(session)
+
+
+@st.fragment
+def labelling(session: Session) -> None:
+    """The progress, the item and the buttons. A key or a click reruns this part alone: the
+    page's style and the sidebar (rubric, context) stay as drawn, so an answer is answered by
+    drawing the next item and nothing else."""
     queue = current_queue(session)
     item = next_item(session, queue)
     st.progress(
