@@ -14,9 +14,13 @@ the largest peak of its render workers (ru_maxrss of its children).
 - full build, 1 worker and 2 workers, each into a fresh folder (aim: under 10 s);
 - no-change rebuild, as a user runs it again (aim: under 0.5 s);
 - the same without the build stamp, so every stage check and every page hash runs;
-- one template edited.
+- one template edited;
+- `konkord report --run run-00` with everything up to date (aim: under 0.5 s);
+- the shipped demo as a user has it after one build: a no-change `konkord build` and an
+  up-to-date `konkord report --run demo-python-codegen` (aim: under 0.5 s each).
 
     python benchmarks/bench_build.py [--runs 10] [--tasks 200] [--models 8] [--repeat 3]
+    python benchmarks/bench_build.py --demo-only    # only the shipped demo's two commands
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,7 +47,10 @@ import json, resource, sys
 def peaks():
     hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    sys.stderr.write("\\n" + json.dumps({"main_mib": hwm / 1024, "workers_mib": workers / 1024}))
+    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF,
+              resource.RUSAGE_CHILDREN) for f in ("ru_utime", "ru_stime"))
+    sys.stderr.write("\\n" + json.dumps({"main_mib": hwm / 1024, "workers_mib": workers / 1024,
+                                        "cpu_s": cpu}))
 from konkord.cli import main
 sys.argv = ["konkord", *sys.argv[1:]]
 try:
@@ -78,6 +86,14 @@ def start_time(command: list[str], repeat: int) -> list[float]:
     return times
 
 
+def start_cpu(command: list[str]) -> float:
+    """CPU seconds (user + system) of one process: on a shared machine, steadier than wall."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(command, check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def make_project(root: Path, n_runs: int, n_tasks: int, n_models: int) -> None:
     """Run 1 made for real with the sim provider (untimed), the others copied under new names."""
     for folder in ("templates", "content"):
@@ -106,6 +122,30 @@ def make_project(root: Path, n_runs: int, n_tasks: int, n_models: int) -> None:
     shutil.rmtree(root / ".konkord", ignore_errors=True)
 
 
+def demo_figures(repeat: int, helptext: list[float]) -> None:
+    """The shipped demo copied as it is committed, built once (untimed), then the two commands
+    a user runs most, as whole processes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for folder in ("templates", "content", "suites", "runs", "results"):
+            shutil.copytree(REPO / folder, root / folder)
+        shutil.copy(REPO / "runs.json", root / "runs.json")
+        konkord(root, "build")  # the build a user made last, with its stamp
+        konkord(root, "report", "--run", "demo-python-codegen")  # found current, kept
+        builds = [konkord(root, "build") for _ in range(repeat)]
+        reports = [konkord(root, "report", "--run", "demo-python-codegen") for _ in range(repeat)]
+    anchor = statistics.median(helptext)
+    for label, runs in (("no-change build", builds), ("report, up to date", reports)):
+        walls = [float(r["wall"]) for r in runs]
+        print(
+            f"shipped demo, {label + ':':<19} {spread(walls)} "
+            f"({statistics.median(walls) / anchor:.1f}x konkord --help; aim < 0.5 s); CPU "
+            f"{statistics.median(float(r['cpu_s']) for r in runs):.2f} s; peak "
+            f"memory {statistics.median(float(r['main_mib']) for r in runs):.0f} MiB; "
+            f"{runs[0]['line']}"
+        )
+
+
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} s [{min(values):.2f}-{max(values):.2f}]"
 
@@ -116,8 +156,20 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--models", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3, help="processes timed per figure")
+    parser.add_argument("--demo-only", action="store_true", help="only the shipped demo")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if args.demo_only:
+        python = start_time([sys.executable, "-c", "pass"], args.repeat)
+        helptext = start_time([sys.executable, "-m", "konkord.cli", "--help"], args.repeat)
+        print(
+            f"anchors: python -c pass {spread(python)} (CPU "
+            f"{start_cpu([sys.executable, '-c', 'pass']):.2f} s); konkord --help "
+            f"{spread(helptext)} (CPU "
+            f"{start_cpu([sys.executable, '-m', 'konkord.cli', '--help']):.2f} s)"
+        )
+        demo_figures(args.repeat, helptext)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         started = time.perf_counter()
@@ -154,7 +206,7 @@ def main() -> None:
         walls = [float(r["wall"]) for r in again]
         print(
             f"no-change rebuild:      {spread(walls)} ({statistics.median(walls) / statistics.median(helptext):.1f}x "
-            f"konkord --help); peak memory {statistics.median(float(r['main_mib']) for r in again):.0f} MiB; "
+            f"konkord --help); CPU {statistics.median(float(r['cpu_s']) for r in again):.2f} s; peak memory {statistics.median(float(r['main_mib']) for r in again):.0f} MiB; "
             f"{again[0]['line']}"
         )
         checked = []
@@ -177,6 +229,16 @@ def main() -> None:
             edits.append(konkord(root, "build"))
         walls = [float(r["wall"]) for r in edits]
         print(f"one template edited:    {spread(walls)}; {edits[0]['line']}")
+        konkord(root, "report", "--run", "run-00")  # found current, kept
+        reports = [konkord(root, "report", "--run", "run-00") for _ in range(args.repeat)]
+        walls = [float(r["wall"]) for r in reports]
+        print(
+            f"report, up to date:     {spread(walls)} (aim < 0.5 s); CPU "
+            f"{statistics.median(float(r['cpu_s']) for r in reports):.2f} s; peak memory "
+            f"{statistics.median(float(r['main_mib']) for r in reports):.0f} MiB; "
+            f"{reports[0]['line']}"
+        )
+    demo_figures(args.repeat, helptext)
 
 
 if __name__ == "__main__":
