@@ -28,7 +28,9 @@ def build(offline: bool, out: Path, runs_file: Path) -> None:
     project root; open OUT/index.html through `konkord serve`.
     """
     from konkord.buildstamp import replay
+    from konkord.paths import require_state_inside
 
+    require_state_inside()  # the stamp is read from .konkord/: never from outside the project
     unchanged = replay(out, runs_file)
     if unchanged is not None:  # nothing the last build read has changed since
         for line in unchanged.lines():

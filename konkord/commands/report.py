@@ -25,7 +25,9 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     versioned results file. Calls no model.
     """
     from konkord import reportstamp
+    from konkord.paths import require_state_inside
 
+    require_state_inside()  # the stamp is read from .konkord/: never from outside the project
     key = reportstamp.report_key(run_name, out, (resamples, seed, resample))
     replayed = reportstamp.replay(key)
     if replayed is not None:  # nothing it reads changed since an identical report
