@@ -2,7 +2,7 @@
 
 litellm's real batch functions (create_file, create_batch, retrieve_batch, file content) talk to
 it over HTTP with `api_base=server.url`. A batch moves validating -> in_progress -> completed, one
-step per status poll; on completion every request line is answered by the same responder as the
+step per status read; on completion every request line is answered by the same responder as the
 live endpoint: status 200 goes to the output file, anything else to the error file. Files live on
 disk, so a benchmark of 100,000 requests does not measure the fake's memory.
 
@@ -79,6 +79,8 @@ class BatchServer:
         self.expire_after: int | None = None
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
+        self.statuses: dict[str, list[str]] = {}  # batch id -> the status every read showed
+        self._shown_running: set[str] = set()
         self._tmp = tempfile.TemporaryDirectory(prefix="fake-openai-files-")
         self.directory = directory or Path(self._tmp.name)
         self._lock = threading.Lock()
@@ -217,15 +219,21 @@ class BatchServer:
         return dict(batch)
 
     def _poll(self, batch_id: str) -> dict[str, Any] | None:
-        """One status read; each read moves the batch one step on unless held."""
+        """One status read, which moves the batch one step on: the first read shows validating,
+        the next in_progress (as long as `hold` is set), the one after that completed."""
         batch = self.batches.get(batch_id)
         if batch is None:
             return None
+        shown = dict(batch)
         if batch["status"] == "validating":
             batch["status"] = "in_progress"
-        elif batch["status"] == "in_progress" and not self.hold:
+        elif batch["status"] == "in_progress" and batch_id in self._shown_running and not self.hold:
             self._run(batch)
-        return dict(batch)
+            shown = dict(batch)
+        if shown["status"] == "in_progress":
+            self._shown_running.add(batch_id)
+        self.statuses.setdefault(batch_id, []).append(shown["status"])
+        return shown
 
     def _run(self, batch: dict[str, Any]) -> None:
         """Answer every line of the input file, writing the output and error files."""
