@@ -90,10 +90,12 @@ def test_a_cap_below_the_cost_stops_cleanly_and_a_higher_cap_finishes(
     cap = CALLS * upper / 2  # about half of what the run costs
     code, output = judge_cli("--max-cost", f"{cap}", "--concurrency", "2")
     assert code == 1, output
-    assert "stopped at --max-cost" in output and "not launched" in output
     log = EvidenceLog(spec.run_dir)
     first = log.records("verdicts")
     assert 0 < len(first) < CALLS
+    # how far it got, in the words a user reads
+    assert f"stopped at --max-cost ${cap:g}: $0.0000 spent before" in output
+    assert f"({len(first)} calls made); {CALLS - len(first)} calls not launched" in output
     assert {r["kind"] for r in first} == {"verdict"}  # a refused call leaves no failure record
     assert sum(r["cost_usd"] for r in first) <= cap
     assert len(openai_server.requests) == len(first)
@@ -166,3 +168,22 @@ def test_time_at_the_configured_rate_limits() -> None:
                       rpm=600, tpm=100_000)
     assert tokens.minutes() == 10.0  # the token limit binds, not the request limit
     assert Estimate("m", "judge", calls=10).minutes() is None
+
+
+def test_dry_run_gives_the_time_at_the_deployments_rate_limits_and_calls_none(
+    demo: Path, openai_server: OpenAIServer
+) -> None:
+    import json
+
+    runs = json.loads((demo / "runs.json").read_text())
+    runs["runs"][0]["deployments"] = {JUDGE: [
+        {"name": "a", "api_base": openai_server.url, "rpm": 60},
+        {"name": "b", "api_base": openai_server.url, "rpm": 60},
+    ]}
+    (demo / "runs.json").write_text(json.dumps(runs))
+    code, output = judge_cli("--dry-run")
+    assert code == 0, output
+    line = next(line for line in output.splitlines() if line.startswith(f"judge {JUDGE}"))
+    # 24 calls at 60 + 60 requests a minute: 12 s
+    assert line.endswith(f"; {CALLS * 60 // 120} s at the configured rate limits")
+    assert openai_server.requests == []
