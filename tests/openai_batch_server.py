@@ -12,6 +12,7 @@ answer only that many lines and expire the rest, as a real 24 h window can.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tempfile
@@ -295,14 +296,20 @@ class BatchServer:
         self._tmp.cleanup()
 
 
-def main() -> None:
-    """Run standalone: `python tests/openai_batch_server.py [PORT]`; prints its url.
+def standalone_reply(body: dict[str, Any], n: int) -> Reply:
+    """A reply fixed by the request (its model and messages), so that the README's worked
+    example prints the same on every run; it ends with a verdict line, so it can stand in for
+    models and a judge alike."""
+    digest = hashlib.sha256(json.dumps([body.get("model"), body.get("messages")]).encode())
+    code = digest.hexdigest()
+    return Reply(content=f"Reply {code[:8]}.\nVERDICT: {1 + int(code[8], 16) % 2}")
 
-    Every reply ends with a verdict line, so it can stand in for models and a judge alike.
-    """
+
+def main() -> None:
+    """Run standalone: `python tests/openai_batch_server.py [PORT]`; prints its url."""
     import sys
 
-    server = BatchServer(lambda body, n: Reply(content=f"Fine.\nVERDICT: {1 + n % 2}"))
+    server = BatchServer(standalone_reply)
     if len(sys.argv) > 1:
         server._httpd.server_close()
         handler = server._httpd.RequestHandlerClass
