@@ -93,6 +93,12 @@ async def ask_judge(
     `use_cache=False` asks afresh: a rerun after a failed reply (no verdict, two verdicts, cut
     off) must not be served the same cached reply again."""
     messages = judge_messages(spec, item)
+    sent_sha = message_sha(messages[1]["content"])
+    # Neither the prompt nor the record is kept while waiting (a retry builds the prompt again):
+    # 100,000 calls waiting for a batch would otherwise hold every one in memory.
+    asking = client.complete(item.judge, messages, settings, use_cache)
+    del messages
+    first = await asking
     base: Record = {
         "task_id": item.task.id,
         "model_a": item.model_a,
@@ -102,13 +108,8 @@ async def ask_judge(
         "frame_hash": fhash,
         "answer_a_sha": answer_sha(item.answer_a),
         "answer_b_sha": answer_sha(item.answer_b),
-        "message_sha": message_sha(messages[1]["content"]),
+        "message_sha": sent_sha,
     }
-    # Not kept while waiting (a retry builds them again): a batch of 100,000 calls waiting for
-    # replies would otherwise hold every prompt in memory.
-    asking = client.complete(item.judge, messages, settings, use_cache)
-    del messages
-    first = await asking
     calls = [first]
     final = first
     first_parsed = parse_verdict(first.text) if first.ok else None
