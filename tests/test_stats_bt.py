@@ -171,3 +171,16 @@ def test_singular_fit_without_prior_says_why() -> None:
     with pytest.raises(ValueError, match="prior=0 every model needs comparisons"):
         fit_bt(comp, prior=0.0)
     assert fit_bt(comp).converged  # the prior ties the two parts to the average opponent
+
+
+def test_solve_falls_back_to_lu_on_the_matrix_dposv_overwrote() -> None:
+    """dposv factors in place; an indefinite matrix must still be solved from its own values."""
+    from konkord.stats.newton import _solve_spd
+
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(3, 6, 6))
+    mats = a + a.transpose(0, 2, 1)  # symmetric, indefinite: Cholesky fails part way
+    mats[1] = mats[1] @ mats[1] + np.eye(6)  # positive definite: dposv succeeds
+    rhs = rng.normal(size=(3, 6))
+    want = np.linalg.solve(mats, rhs[..., None])[..., 0]
+    np.testing.assert_allclose(_solve_spd(mats.copy(), rhs), want, rtol=0, atol=1e-12)
