@@ -56,21 +56,21 @@ def single_threaded_blas() -> Iterator[None]:
             _single_blas_depth -= 1
 
 
-def _gradient_curvature(
+def _gradient(
     counts: BatchPairMatrix,
     total: BatchModelVector,
     won: BatchModelVector,
     beta: BatchModelVector,
     prior: float,
-) -> tuple[BatchModelVector, BatchPairMatrix]:
-    """Gradient and minus the Hessian of the penalised log-likelihood, per fit.
+) -> tuple[BatchModelVector, BatchPairMatrix, BatchModelVector | None]:
+    """Gradient of the penalised log-likelihood per fit, with what `_curvature` needs.
 
     `counts` is -(wins + wins.T)/4, `total` the row sums of wins + wins.T and `won` those of
     wins, all fixed during a fit. The penalty -(sum beta)^2 / 2 pins mean(beta) to 0 and
-    keeps minus the Hessian positive definite. Written with in-place operations: this
-    function is most of the bootstrap time.
+    keeps minus the Hessian positive definite. The curvature is a separate step because a
+    fit that has converged, or a step about to be halved, needs none. Written with in-place
+    operations: these two functions are most of the bootstrap time.
     """
-    m = beta.shape[1]
     # P(a beats b) = (1 + t) / 2 and P(1 - P) = (1 - t^2) / 4 with t = tanh((beta_a - beta_b) / 2)
     # = (e_a - e_b) / (e_a + e_b), e = exp(beta): M exponentials per fit instead of M^2
     # tanh calls (libm's tanh is not vectorised and was half of this function's time).
@@ -80,12 +80,7 @@ def _gradient_curvature(
     t = e[:, :, None] - e[:, None, :]
     t /= np.add(e[:, :, None], e[:, None, :])
     grad = won - 0.5 * total + 2.0 * np.einsum("bij,bij->bi", counts, t)
-    t *= t
-    np.subtract(1.0, t, out=t)
-    t *= counts  # minus the off-diagonal curvature
-    diag = -t.sum(axis=2)
-    beta_sum = beta.sum(axis=1)
-    shift = np.ones(beta.shape[0])
+    d = None
     if prior > 0.0:
         # Prior against the average opponent: terms in u = beta - mean(beta), so its gradient
         # and curvature d are projected by P = I - 11'/M: P diag(d) P.
@@ -94,15 +89,29 @@ def _gradient_curvature(
         r = prior * (1.0 - 2.0 * su)
         grad += r - r.mean(axis=1, keepdims=True)
         d = 2.0 * prior * su * (1.0 - su)  # minus the prior's curvature
+    grad -= beta.sum(axis=1)[:, None]
+    return grad, t, d
+
+
+def _curvature(
+    t: BatchPairMatrix, counts: BatchPairMatrix, d: BatchModelVector | None
+) -> BatchPairMatrix:
+    """Minus the Hessian per fit, formed in place of `t` from `_gradient`'s results."""
+    m = t.shape[1]
+    t *= t
+    np.subtract(1.0, t, out=t)
+    t *= counts  # minus the off-diagonal curvature
+    diag = -t.sum(axis=2)
+    shift = np.ones(t.shape[0])
+    if d is not None:
         diag += d
         t -= d[:, :, None] / m
         t -= d[:, None, :] / m
         shift += d.sum(axis=1) / (m * m)
-    grad -= beta_sum[:, None]
     t += shift[:, None, None]
     idx = np.arange(m)
     t[:, idx, idx] += diag
-    return grad, t
+    return t
 
 
 def _solve_spd(matrix: BatchPairMatrix, rhs: BatchModelVector) -> BatchModelVector:
@@ -214,14 +223,15 @@ def _newton_chunk(
     total = counts.sum(axis=2)
     counts *= -0.25  # exact: the products with it are the same bits as before
     won = wins.sum(axis=2)
-    grad, curv = _gradient_curvature(counts, total, won, beta, prior)
+    grad, curv, d = _gradient(counts, total, won, beta, prior)
     norm = np.sqrt((grad * grad).sum(axis=1))
     grad_norm[:] = norm
-    keep = norm >= tol
-    active = np.flatnonzero(keep)
-    if active.size < keep.size:
+    active = np.flatnonzero(norm >= tol)
+    if active.size < norm.size:
         counts, total, won = counts[active], total[active], won[active]
         grad, curv, norm = grad[active], curv[active], norm[active]
+        d = None if d is None else d[active]
+    curv = _curvature(curv, counts, d)
     for _ in range(max_iter):
         if active.size == 0:
             break
@@ -230,7 +240,7 @@ def _newton_chunk(
         scale = np.ones(active.size)
         candidate = b + step
         candidate -= candidate.mean(axis=1, keepdims=True)
-        new_grad, new_curv = _gradient_curvature(counts, total, won, candidate, prior)
+        new_grad, new_t, new_d = _gradient(counts, total, won, candidate, prior)
         new_norm = np.sqrt((new_grad * new_grad).sum(axis=1))
         for _halving in range(_MAX_HALVINGS):
             worse = np.flatnonzero((new_norm > norm) & (new_norm >= tol))
@@ -240,18 +250,24 @@ def _newton_chunk(
             retry = b[worse] + scale[worse, None] * step[worse]
             retry -= retry.mean(axis=1, keepdims=True)
             candidate[worse] = retry
-            g, c = _gradient_curvature(counts[worse], total[worse], won[worse], retry, prior)
-            new_grad[worse], new_curv[worse] = g, c
+            g, t, dw = _gradient(counts[worse], total[worse], won[worse], retry, prior)
+            new_grad[worse], new_t[worse] = g, t
+            if new_d is not None and dw is not None:
+                new_d[worse] = dw
             new_norm[worse] = np.sqrt((g * g).sum(axis=1))
         beta[active] = candidate
         iterations[active] += 1
         grad_norm[active] = new_norm
         keep = new_norm >= tol
         active = active[keep]
+        if active.size == 0:
+            break
         if active.size < keep.size:
             counts, total, won = counts[keep], total[keep], won[keep]
-            new_grad, new_curv, new_norm = new_grad[keep], new_curv[keep], new_norm[keep]
-        grad, curv, norm = new_grad, new_curv, new_norm
+            new_grad, new_t, new_norm = new_grad[keep], new_t[keep], new_norm[keep]
+            new_d = None if new_d is None else new_d[keep]
+        # Only the fits going on need a curvature.
+        grad, curv, norm = new_grad, _curvature(new_t, counts, new_d), new_norm
 
 
 @dataclass(frozen=True)
