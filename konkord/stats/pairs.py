@@ -137,8 +137,19 @@ def expected_win_rate(beta: FloatArray) -> FloatArray:
     out = np.empty(flat.shape)
     rows = max(1, (CHUNK_ELEMENTS // 4) // (m * m))  # keep the (rows, M, M) block in cache
     for start in range(0, flat.shape[0], rows):
-        prob = win_probability(flat[start : start + rows])
-        out[start : start + rows] = (prob.sum(axis=-1) - 0.5) / (m - 1)
+        part = flat[start : start + rows]
+        # P(a beats b) = e_a / (e_a + e_b) with e = exp(beta - max beta): M exponentials per
+        # row instead of M^2 libm tanh calls (20 ns each, unvectorised). Rows that are not
+        # finite or span more than 700 (where e would underflow) take the sigmoid.
+        span = part.max(axis=1) - part.min(axis=1)
+        if not np.all(span <= 700.0):
+            prob = win_probability(part)
+            out[start : start + rows] = (prob.sum(axis=-1) - 0.5) / (m - 1)
+            continue
+        e = np.exp(part - part.max(axis=1, keepdims=True))
+        inv = np.add(e[:, :, None], e[:, None, :])
+        np.reciprocal(inv, out=inv)
+        out[start : start + rows] = (e * inv.sum(axis=-1) - 0.5) / (m - 1)
     result: FloatArray = out.reshape(beta.shape)
     return result
 
