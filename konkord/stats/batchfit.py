@@ -113,11 +113,13 @@ def fit_batches(
     prior: float,
     init: FloatArray,
     workers: int | None,
+    first_step: FloatArray | None = None,
 ) -> BatchFits:
     """Fit each (k, M, M) batch of score matrices with `newton_bt`, keeping only the figures.
 
     Fits are independent, so batching does not change a bit of any result. The batches are
-    formed inside the loop (they may be a generator), with BLAS on one thread.
+    formed inside the loop (they may be a generator), with BLAS on one thread. `first_step`
+    goes to `newton_bt`.
     """
     beta = np.empty((n_fits, n_models))
     raw = np.empty((n_fits, n_models))
@@ -125,7 +127,7 @@ def fit_batches(
     with single_threaded_blas():
         for wins in batches:
             stop = start + wins.shape[0]
-            res = newton_bt(wins, prior=prior, init=init, workers=workers)
+            res = newton_bt(wins, prior=prior, init=init, workers=workers, first_step=first_step)
             beta[start:stop] = res.beta
             raw[start:stop] = raw_win_rate(wins)
             iterations_max = max(iterations_max, int(res.iterations.max(initial=0)))

@@ -47,12 +47,14 @@ from .bt import (
 )
 from .bt import expected_win_rate as _expected_win_rate
 from .diagnostics import disconnected_resamples
+from .newton import shared_inverse
 
 Mode: TypeAlias = Literal["task", "judgments"]
 Method: TypeAlias = Literal["percentile", "bca"]
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
 _MAX_JACKKNIFE_CELLS = 5000  # beyond this, judgment-mode BCa drops the acceleration
+_SHARED_STEP_UNITS = 100  # jackknife of this many units or more: first steps share a curvature
 
 
 @dataclass(frozen=True)
@@ -356,7 +358,10 @@ def bootstrap(
     ]
     jack = None
     if jack_batches is not None and jack_weight is not None:
-        fits.append(fit_batches(jack_batches, n_jack, m, prior, init, workers))
+        # Each jackknife fit leaves out one unit of many: the full data's curvature at the
+        # point estimate is close to its own, so it takes the first step of all of them.
+        first = shared_inverse(wins_all, init, prior) if n_jack >= _SHARED_STEP_UNITS else None
+        fits.append(fit_batches(jack_batches, n_jack, m, prior, init, workers, first))
         jack = Jackknife(fits[1].log_strength, fits[1].raw_win_rate, jack_weight)
     beta = fits[0].log_strength
     return Bootstrap(
