@@ -207,7 +207,8 @@ def bootstrap_interval(
             with np.errstate(divide="ignore", invalid="ignore"):
                 quantiles[k] = ndtr(z0 + shifted / (1.0 - accel * shifted))
         quantiles = np.nan_to_num(quantiles, nan=0.5)
-    return Interval(_quantile(draws, quantiles[0]), _quantile(draws, quantiles[1]))
+    ordered = np.sort(draws, axis=0)  # once for both bounds
+    return Interval(_quantile(ordered, quantiles[0]), _quantile(ordered, quantiles[1]))
 
 
 def _acceleration(jack: FloatArray, weight: FloatArray | None) -> FloatArray:
@@ -228,9 +229,9 @@ def _acceleration(jack: FloatArray, weight: FloatArray | None) -> FloatArray:
     return out
 
 
-def _quantile(draws: FloatArray, q: FloatArray) -> FloatArray:
-    """Per-element quantile (linear interpolation) of draws (B, ...) at levels q (...)."""
-    ordered = np.sort(draws, axis=0)
+def _quantile(ordered: FloatArray, q: FloatArray) -> FloatArray:
+    """Per-element quantile (linear interpolation) of draws (B, ...), sorted along the first
+    axis, at levels q (...)."""
     n = ordered.shape[0]
     pos = np.clip(q, 0.0, 1.0) * (n - 1)
     lo = np.floor(pos).astype(np.int64)
