@@ -85,7 +85,7 @@ def test_the_panel_rank_column_orders_no_pair_the_data_does_not_separate() -> No
         p for p in plan_run_pages(results, {}) if p.path.endswith("/judges/index.html")
     )
     page = render_page(make_environment(REPO / "templates"), plan).decode()
-    table = page[page.index('class="panel-ranking"') :]
+    table = page[page.index('class="panel-ranking') :]
     for model, (best, worst) in shown.items():
         cell = re.search(
             r'<td class="rank">([^<]*)</td><td class="model">' + re.escape(model) + "<", table
