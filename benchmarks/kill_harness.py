@@ -2,12 +2,15 @@
 
     python benchmarks/kill_harness.py              # strace kills at each file, plus 10+10 random
     python benchmarks/kill_harness.py --random 4   # fewer random kills
+    python benchmarks/kill_harness.py --ctrl-c 10 --random 0 --no-strace   # Ctrl-C only
 
 Two kinds of kill, each followed by a clean rerun of the same command:
 (a) strace -e inject=write:signal=KILL -P FILE at the 1st, 2nd and 5th write to each file the
     stage writes (answers, verdicts, prompts, the response cache), and at the first fsync (the
     temporary file of run.json or of the results file, just before its rename);
-(b) SIGKILL at a random moment after the first record reached the log, during run and judge.
+(b) SIGKILL at a random moment after the first record reached the log, during run and judge;
+(c) with --ctrl-c N, one SIGINT at a random moment instead: the calls in flight must land in
+    the log, so that here even the replies in flight are never asked again.
 
 After each kill: every rewritten file (run.json, results) parses or is absent; after the rerun
 every evidence record present before the kill is still there, the log is complete with no key
@@ -67,6 +70,8 @@ class Tally:
     records_lost: int = 0
     paid_twice: int = 0
     lost_in_flight: int = 0  # replies a kill -9 took before Konkord held them: asked again
+    interrupts: int = 0
+    ctrl_c_asked_again: int = 0  # replies in flight at Ctrl-C asked again (must be 0)
     broken_files: list[str] = field(default_factory=list)
     failed_reruns: list[str] = field(default_factory=list)
 
@@ -186,24 +191,39 @@ class Harness:
             self.after_kill(root, label, args, sent)
         shutil.rmtree(root, ignore_errors=True)
 
-    def random_kill(self, stage: str) -> None:
+    def random_kill(self, stage: str, sig: signal.Signals = signal.SIGKILL) -> None:
         root = self.project(with_answers=stage == "judge")
         args = self.run_args() if stage == "run" else self.judge_args()
         log = root / "runs" / "s" / ("answers.jsonl" if stage == "run" else "verdicts.jsonl")
         sent = len(self.server.requests)
         child = subprocess.Popen([*KONKORD, *args], cwd=root, env=self.env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 preexec_fn=_default_sigint)  # a background shell ignores it
         deadline = time.monotonic() + 120
         while not (log.exists() and log.stat().st_size) and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(random.uniform(0.0, 1.5))
         if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-            child.wait()
-            self.after_kill(root, f"{stage} random", args, sent)
+            child.send_signal(sig)
+            code = child.wait()
+            if sig == signal.SIGINT:
+                self.tally.interrupts += 1
+                if code != 130:
+                    self.tally.failed_reruns.append(f"{stage} ctrl-c: exit {code}")
+                lost = self.tally.lost_in_flight
+                self.after_kill(root, f"{stage} ctrl-c", args, sent)
+                self.tally.kills -= 1
+                self.tally.ctrl_c_asked_again += self.tally.lost_in_flight - lost
+                self.tally.lost_in_flight = lost
+            else:
+                self.after_kill(root, f"{stage} random", args, sent)
         else:
             self.tally.not_landed.append(f"{stage} random (finished first)")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _whole(line: bytes) -> bool:
@@ -216,6 +236,8 @@ def _whole(line: bytes) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--random", type=int, default=10, help="random kills per stage")
+    parser.add_argument("--ctrl-c", type=int, default=0, help="random Ctrl-Cs per stage")
+    parser.add_argument("--no-strace", action="store_true", help="skip the strace kills")
     parser.add_argument("--seed", type=int, default=13)
     options = parser.parse_args()
     random.seed(options.seed)
@@ -231,7 +253,7 @@ def main() -> None:
         keys = [harness.request_key(b) for b in server.requests]
         assert keys and all(k in held for k in keys), "request keys do not match the cache"
         shutil.rmtree(root, ignore_errors=True)
-        if STRACE:
+        if STRACE and not options.no_strace:
             plan = [("run", "fsync", 1)]
             plan += [("run", f, w) for f in ("runs/s/answers.jsonl",
                                              ".konkord/cache/responses.jsonl") for w in (1, 2, 5)]
@@ -248,6 +270,9 @@ def main() -> None:
             for _ in range(options.random):
                 harness.random_kill(stage)
             print(f"  random kills during {stage}: done", flush=True)
+            for _ in range(options.ctrl_c):
+                harness.random_kill(stage, signal.SIGINT)
+            print(f"  random Ctrl-Cs during {stage}: done", flush=True)
     finally:
         server.stop()
     t = harness.tally
@@ -255,6 +280,8 @@ def main() -> None:
     print(f"records lost: {t.records_lost}")
     print(f"calls paid twice (reply already held by Konkord): {t.paid_twice}")
     print(f"replies lost in flight by the kill, asked again: {t.lost_in_flight}")
+    print(f"Ctrl-C: {t.interrupts}; replies in flight at Ctrl-C asked again: "
+          f"{t.ctrl_c_asked_again}")
     print(f"torn or empty rewritten files: {len(t.broken_files)} {t.broken_files}")
     print(f"reruns that did not finish cleanly: {len(t.failed_reruns)} {t.failed_reruns}")
     print(f"time: {time.monotonic() - started:.0f} s")

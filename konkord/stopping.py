@@ -162,12 +162,9 @@ async def graceful_stop() -> Any:
 def run_lock(run_dir: Path, stage: str) -> Iterator[None]:
     """Hold the run's writer lock, or refuse at once naming who holds it."""
     key = str(run_dir.resolve())
-    if key in _held:
-        _held[key] += 1  # the same process, one stage inside another
-        try:
-            yield
-        finally:
-            _held[key] -= 1
+    held = _held.get()
+    if key in held:  # a stage inside another (a cascade runs the judge stage): already ours
+        yield
         return
     path = lock_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -184,16 +181,19 @@ def run_lock(run_dir: Path, stage: str) -> Iterator[None]:
         me = f"`konkord {stage}` (pid {os.getpid()} on {socket.gethostname()}, since {since})"
         os.ftruncate(fd, 0)
         os.pwrite(fd, me.encode() + b"\n", 0)
-        _held[key] = 1
+        token = _held.set(held | {key})
         try:
             yield
         finally:
-            del _held[key]
+            _held.reset(token)
     finally:
         os.close(fd)  # releases the lock
 
 
-_held: dict[str, int] = {}
+# Runs whose lock the current task holds. Per task, not per process: two stages started side
+# by side in one process contend like two processes (flock is per open file), while a stage
+# awaited inside another shares its lock.
+_held: ContextVar[frozenset[str]] = ContextVar("konkord_held_runs", default=frozenset())
 
 
 def lock_path(run_dir: Path) -> Path:

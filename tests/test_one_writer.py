@@ -7,6 +7,7 @@ land in the log and are not paid again on rerun) and twice (abort at once).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -194,3 +195,24 @@ def test_second_ctrl_c_aborts_at_once(
     finally:
         server.release.set()
     assert len(EvidenceLog(spec.run_dir).records("verdicts")) == 2
+
+
+def test_two_stages_side_by_side_in_one_process_contend_as_two_processes_do(
+    spec: RunSpec, openai_server: OpenAIServer
+) -> None:
+    from konkord.llm import ModelClient
+    from konkord.stages.judge import judge_run
+    from konkord.stopping import RunBusy
+
+    server = Paying(delay_s=0.1)
+    openai_server.responder = server
+
+    async def both() -> list[Any]:
+        runs = [judge_run(spec, [JUDGE], ModelClient(max_retries=0)) for _ in range(2)]
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    outcomes = asyncio.run(both())
+    assert sum(isinstance(o, RunBusy) for o in outcomes) == 1
+    assert sum(server.paid.values()) == EXPECTED_CALLS
+    assert set(server.paid.values()) == {1}
+    _no_duplicate_verdicts(spec)
