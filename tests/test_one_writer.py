@@ -216,3 +216,72 @@ def test_two_stages_side_by_side_in_one_process_contend_as_two_processes_do(
     assert sum(server.paid.values()) == EXPECTED_CALLS
     assert set(server.paid.values()) == {1}
     _no_duplicate_verdicts(spec)
+
+
+def _answer_slowly(body: dict[str, Any], n: int) -> Reply:
+    return Reply(content=f"an answer to {body['messages'][-1]['content'][-24:]}", delay_s=0.4)
+
+
+@pytest.mark.parametrize("apart_s", [0.0, 1.0], ids=["together", "1s-apart"])
+def test_two_runs_on_one_run_pay_each_prompt_once(
+    openai_server: OpenAIServer, project: Path, apart_s: float
+) -> None:
+    tasks = "\n".join(f"  - {{id: q{i}, prompt: Question number {i}?}}" for i in range(6))
+    (project / "s.yaml").write_text(f"name: s\nrubric: Prefer correct answers.\ntasks:\n{tasks}\n")
+    openai_server.responder = _answer_slowly
+    command = [sys.executable, "-m", "konkord.cli", "run", "--suite", "s.yaml", "--models",
+               "openai/x,openai/y", "--api-base", openai_server.url, "--concurrency", "3"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(apart_s)
+    second = subprocess.Popen(command, cwd=project, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    codes = [first.returncode, second.returncode]
+    assert sorted(codes) in ([0, 0], [0, 2]), outs
+    for code, (_, err) in zip(codes, outs, strict=True):
+        if code == 2:
+            last = err.strip().splitlines()[-1]
+            assert last.startswith('error: run "s" is being written by `konkord run` (pid ')
+    paid = Counter(json.dumps(b["messages"]) + b["model"] for b in openai_server.requests)
+    assert len(paid) == 12 and set(paid.values()) == {1}, "a prompt was paid twice"
+    answers = EvidenceLog(project / "runs" / "s").records("answers")
+    keys = Counter(record_key("answers", r) for r in answers)
+    assert len(keys) == 12 and set(keys.values()) == {1}, "an answer was recorded twice"
+
+
+def test_two_people_label_one_run_at_once_while_a_judge_holds_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("streamlit")
+    from label_fixtures import make_run
+    from test_label_app import click, progress_text, start
+
+    from konkord.label.labels import current_labels
+
+    labelled = make_run(project, n_tasks=25)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time; from pathlib import Path; from konkord.stopping import run_lock\n"
+         "with run_lock(Path('runs/demo'), 'judge'):\n"
+         "    print('held', flush=True); time.sleep(120)"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        sessions = {}
+        for name in ("ana", "ben"):  # each session reads its labeller once, at its start
+            for key, value in {"RUN": "demo", "LABELLER": name, "SEED": "0", "N": "6"}.items():
+                monkeypatch.setenv(f"KONKORD_LABEL_{key}", value)
+            sessions[name] = start()
+        for step, key in enumerate(["choice_1", "choice_2", "choice_tie", "choice_1"], 1):
+            for at in sessions.values():  # turn about: each label lands between the other's
+                click(at, key)
+                assert progress_text(at).startswith(f"{step} of 6")
+    finally:
+        holder.kill()
+        holder.wait()
+    labels = current_labels(EvidenceLog(labelled.run_dir))
+    assert Counter(key[3] for key in labels) == {"ana": 4, "ben": 4}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from openai_server import OpenAIServer, Reply, user_text
-from test_judge_stage import JUDGE, MODELS, content_judge, demo, judge  # noqa: F401
+from test_judge_stage import JUDGE, MODELS, REPO, content_judge, demo, judge  # noqa: F401
 
 from konkord.cli import cli
 from konkord.evidence import EvidenceLog
@@ -91,6 +92,35 @@ def test_empty_replies_are_failures_retried_on_rerun_and_cut_off_answers_are_cou
     assert views[("q3", "openai/x")].truncated and views[("q3", "openai/y")].truncated
     assert not views[("q4", "openai/x")].truncated
     assert results.judge_blocks[0].diagnostics.coverage.truncated_answers == 2
+    _site_marks_the_cut_off_answers(project)
+
+
+def _site_marks_the_cut_off_answers(project: Path) -> None:
+    from bs4 import BeautifulSoup
+
+    for folder in ("templates", "content"):
+        shutil.copytree(REPO / folder, project / folder)
+    (project / "runs.json").write_text(json.dumps({"runs": [
+        {"name": "s", "suite": "s.yaml", "models": ["openai/x", "openai/y"],
+         "judges": ["openai/judge"]}]}))
+    built = CliRunner().invoke(cli, ["build", "--offline"])
+    assert built.exit_code == 0, built.stderr
+
+    def cards(task: str) -> list[tuple[list[str], list[str]]]:
+        """(classes, badge texts) of each answer card on a task page."""
+        page = BeautifulSoup((project / f"public/s/tasks/{task}/index.html").read_text(),
+                             "html.parser")
+        return [
+            (card.get("class", []), [b.get_text(strip=True) for b in card.select(".badge")])
+            for card in page.select("article.answer")
+        ]
+
+    cut = [badges for css, badges in cards("q3") if "cut-off" in css]
+    assert len(cut) == 2
+    assert all("cut off at the output token cap" in badges for badges in cut)
+    assert not any("cut-off" in css for css, _ in cards("q4"))
+    board = BeautifulSoup((project / "public/s/index.html").read_text(), "html.parser")
+    assert "2 answers cut off at the token cap" in " ".join(board.get_text().split())
 
 
 @pytest.mark.parametrize(
