@@ -285,3 +285,41 @@ def test_two_people_label_one_run_at_once_while_a_judge_holds_it(
         holder.wait()
     labels = current_labels(EvidenceLog(labelled.run_dir))
     assert Counter(key[3] for key in labels) == {"ana": 4, "ben": 4}
+
+
+def test_a_refused_run_or_cascade_leaves_run_json_as_it_was(
+    openai_server: OpenAIServer, project: Path
+) -> None:
+    (project / "s.yaml").write_text(
+        "name: s\nrubric: Prefer correct answers.\ntasks:\n  - {id: one, prompt: Question one?}\n"
+    )
+    openai_server.responder = _answer_slowly
+    base = ["--api-base", openai_server.url]
+    made = CliRunner().invoke(cli, ["run", "--suite", "s.yaml", "--models", "openai/x,openai/y",
+                                    *base])
+    assert made.exit_code == 0, made.stderr
+    manifest = project / "runs" / "s" / "run.json"
+    before = manifest.read_bytes()
+    sent = len(openai_server.requests)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time; from pathlib import Path; from konkord.stopping import run_lock\n"
+         "with run_lock(Path('runs/s'), 'run'):\n"
+         "    print('held', flush=True); time.sleep(120)"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        other_models = ["run", "--suite", "s.yaml", "--models", "openai/x,openai/y,openai/z", *base]
+        cascade = ["judge", "--run", "s", "--judge", "openai/strong", "--first-pass", "openai/f",
+                   *base]
+        for args in (other_models, cascade):
+            refused = CliRunner().invoke(cli, args)
+            assert refused.exit_code == 2, refused.output
+            assert f"`konkord run` (pid {holder.pid} on " in refused.stderr
+            assert manifest.read_bytes() == before, f"{args[0]} rewrote run.json"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(openai_server.requests) == sent

@@ -93,7 +93,10 @@ def judge(
     )
     _require_usable_answers(spec)
     from konkord.commands.judge_cascade import cascade_plan, run_cascade
+    from konkord.stopping import run_lock
 
+    if not dry_run:  # one writer for the whole command: the cascade's run.json and every call
+        click.get_current_context().with_resource(run_lock(spec.run_dir, "judge"))
     plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)
     if plan is not None:
         if batch or dry_run or max_cost is not None:

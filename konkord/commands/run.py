@@ -107,6 +107,7 @@ def run(
         from konkord.progress import progress_bar
         from konkord.runspec import manifest_path, write_manifest
         from konkord.stages.run import generate_answers, truncated_answers
+        from konkord.stopping import run_lock
 
         if dry_run:
             from konkord.dry_run import run_estimates
@@ -126,6 +127,8 @@ def run(
                 f"run {spec.name}, stage run: {needs}. Set the key in the shell or in a .env "
                 "file in this directory (see .env.example); nothing was called"
             )
+        # one writer from here: a refused second `konkord run` leaves run.json as it was
+        click.get_current_context().with_resource(run_lock(spec.run_dir, "run"))
         if not spec.in_runs_file:
             write_manifest(spec)
             if has_url_credentials(spec.settings.api_base):
