@@ -3,6 +3,7 @@
     python benchmarks/kill_harness.py              # strace kills at each file, plus 10+10 random
     python benchmarks/kill_harness.py --random 4   # fewer random kills
     python benchmarks/kill_harness.py --ctrl-c 10 --random 0 --no-strace   # Ctrl-C only
+    python benchmarks/kill_harness.py --random 10 --ctrl-c 5 --label 6      # everything
 
 Two kinds of kill, each followed by a clean rerun of the same command:
 (a) strace -e inject=write:signal=KILL -P FILE at the 1st, 2nd and 5th write to each file the
@@ -10,7 +11,8 @@ Two kinds of kill, each followed by a clean rerun of the same command:
     temporary file of run.json or of the results file, just before its rename);
 (b) SIGKILL at a random moment after the first record reached the log, during run and judge;
 (c) with --ctrl-c N, one SIGINT at a random moment instead: the calls in flight must land in
-    the log, so that here even the replies in flight are never asked again.
+    the log, so that here even the replies in flight are never asked again;
+(d) with --label N, kills during `konkord label` (see benchmarks/kill_label.py).
 
 After each kill: every rewritten file (run.json, results) parses or is absent; after the rerun
 every evidence record present before the kill is still there, the log is complete with no key
@@ -238,6 +240,8 @@ def main() -> None:
     parser.add_argument("--random", type=int, default=10, help="random kills per stage")
     parser.add_argument("--ctrl-c", type=int, default=0, help="random Ctrl-Cs per stage")
     parser.add_argument("--no-strace", action="store_true", help="skip the strace kills")
+    parser.add_argument("--label", type=int, default=0,
+                        help="kills during `konkord label` (benchmarks/kill_label.py)")
     parser.add_argument("--seed", type=int, default=13)
     options = parser.parse_args()
     random.seed(options.seed)
@@ -284,6 +288,10 @@ def main() -> None:
           f"{t.ctrl_c_asked_again}")
     print(f"torn or empty rewritten files: {len(t.broken_files)} {t.broken_files}")
     print(f"reruns that did not finish cleanly: {len(t.failed_reruns)} {t.failed_reruns}")
+    if options.label:
+        from kill_label import print_tally, run_label_kills
+
+        print_tally(run_label_kills(options.label))
     print(f"time: {time.monotonic() - started:.0f} s")
 
 
