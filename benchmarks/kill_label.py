@@ -90,29 +90,26 @@ def _open(browser: Any, port: int, done: int) -> Any:
     return page
 
 
-def _start(root: Path, port: int, strace_at: int | None) -> subprocess.Popen[bytes]:
-    args = ("--n", str(N), "--seed", "0", "--labeller", "ann")
-    if strace_at is None:
-        return start_label_app(root, "demo", port, *args)
+def _attach_strace(root: Path, app: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """strace attached to the running Streamlit server: SIGKILL at its next write to the
+    labels file. Attached late because strace counts calls per thread, and Streamlit runs
+    each rerun of the page in a new thread: when=N from the start would never reach N."""
     assert STRACE is not None
+    server = _streamlit_pids(app)[0]
     labels = (root / "runs" / "demo" / "labels.jsonl").resolve()
-    labels.touch()  # strace -P needs the path to exist to match it
-    command = [STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=write",
-               "-e", f"inject=write:signal=KILL:when={strace_at}", "-P", str(labels),
-               sys.executable, "-m", "konkord.cli", "label", "--run", "demo", "--port",
-               str(port), "--no-browser", *args]
-    process = subprocess.Popen(command, cwd=root, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    import urllib.request
-
-    for _ in range(1200):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    kill_group(process)
-    raise RuntimeError("the labelling app under strace did not start")
+    labels.touch()  # -P matches an existing path
+    tracer = subprocess.Popen(
+        [STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=write",
+         "-e", "inject=write:signal=KILL:when=1", "-P", str(labels), "-p", str(server)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # attached once the kernel names a tracer
+        status = Path(f"/proc/{server}/status").read_text()
+        if "TracerPid:\t0\n" not in status:
+            return tracer
+        time.sleep(0.05)
+    raise RuntimeError("strace did not attach to the labelling server")
 
 
 def trial(browser: Any, tally: LabelTally, use_strace: bool) -> None:
@@ -120,8 +117,8 @@ def trial(browser: Any, tally: LabelTally, use_strace: bool) -> None:
     try:
         presses = random.randint(1, 6)
         port = free_port()
-        # under strace the kill lands at the write of label number `presses`
-        app = _start(root, port, presses if use_strace else None)
+        app = start_label_app(root, "demo", port, "--n", str(N), "--seed", "0",
+                              "--labeller", "ann")
         confirmed = 0
         try:
             page = _open(browser, port, 0)
@@ -129,12 +126,15 @@ def trial(browser: Any, tally: LabelTally, use_strace: bool) -> None:
                 page.keyboard.press(random.choice("12t"))
                 page.get_by_text(f"{done} of {N} labelled").wait_for(timeout=WAIT_MS)
                 confirmed = done
-            if use_strace:
+            if use_strace:  # the kill lands at the write of the last label
+                tracer = _attach_strace(root, app)
                 page.keyboard.press(random.choice("12t"))
                 deadline = time.monotonic() + 60
-                while _streamlit_alive(app) and time.monotonic() < deadline:
+                while _streamlit_pids(app) and time.monotonic() < deadline:
                     time.sleep(0.05)
-                tally.not_fired += _streamlit_alive(app)
+                tally.not_fired += bool(_streamlit_pids(app))
+                tracer.kill()
+                tracer.wait()
             else:
                 killer = threading.Timer(random.uniform(0.0, 0.4), kill_group, (app,))
                 page.keyboard.press(random.choice("12t"))
@@ -168,11 +168,11 @@ def trial(browser: Any, tally: LabelTally, use_strace: bool) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _streamlit_alive(app: subprocess.Popen[bytes]) -> bool:
-    """Whether any process of the app's group still runs a Streamlit server."""
+def _streamlit_pids(app: subprocess.Popen[bytes]) -> list[int]:
+    """The Streamlit server processes of the app's group still alive."""
     found = subprocess.run(["pgrep", "-g", str(app.pid), "-f", "streamlit"],
                            capture_output=True, text=True)
-    return bool(found.stdout.strip())
+    return [int(pid) for pid in found.stdout.split()]
 
 
 def run_label_kills(kills: int) -> LabelTally:
