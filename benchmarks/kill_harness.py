@@ -208,7 +208,9 @@ class Harness:
         if child.poll() is None:
             child.send_signal(sig)
             code = child.wait()
-            if sig == signal.SIGINT:
+            if sig == signal.SIGINT and code == 0:  # the work was done: nothing to interrupt
+                self.tally.not_landed.append(f"{stage} ctrl-c (came as the command ended)")
+            elif sig == signal.SIGINT:
                 self.tally.interrupts += 1
                 if code != 130:
                     self.tally.failed_reruns.append(f"{stage} ctrl-c: exit {code}")

@@ -6,7 +6,11 @@ streamlit, numpy) inside the command, so `konkord --help` starts fast.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
+import os
+import signal
 import sys
 from typing import Any
 
@@ -90,7 +94,22 @@ def cli() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    cli(prog_name="konkord")
+    try:
+        cli(prog_name="konkord")
+    finally:
+        # The command is over and its work saved, but the interpreter takes half a second to
+        # exit (it unloads litellm), and Python drops its own Ctrl-C handler before that: a
+        # Ctrl-C there killed the process by the signal. Until the exit hooks, Ctrl-C ends it
+        # at once (130); from them on it is ignored, so the command's own status stands.
+        signal.signal(signal.SIGINT, _exit_interrupted)
+        atexit.register(signal.signal, signal.SIGINT, signal.SIG_IGN)
+
+
+def _exit_interrupted(signum: int, frame: Any) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
 
 
 if __name__ == "__main__":

@@ -323,3 +323,24 @@ def test_a_refused_run_or_cascade_leaves_run_json_as_it_was(
         holder.kill()
         holder.wait()
     assert len(openai_server.requests) == sent
+
+
+def test_a_ctrl_c_after_the_work_is_done_leaves_the_status_alone(project: Path) -> None:
+    (project / "s.yaml").write_text(
+        "name: s\nrubric: Prefer correct answers.\ntasks:\n  - {id: one, prompt: Question one?}\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "konkord.cli", "run", "--suite", "s.yaml", "--models",
+         "sim/alpha,sim/beta"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().startswith("generated 2,")  # the summary: the work is done
+    time.sleep(0.2)  # the interpreter is unloading litellm (half a second on this machine)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    # not killed by the signal (-2): the command's own status, or 130 had it still been running
+    assert child.returncode in (0, 130), (child.returncode, err)
+    assert "Traceback" not in err
