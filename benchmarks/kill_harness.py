@@ -271,7 +271,7 @@ def main() -> None:
                 print(f"  strace {stage} {target} #{when}: kills so far {harness.tally.kills}",
                       flush=True)
         else:
-            print("strace not installed: only random kills", flush=True)
+            print("no strace kills (--no-strace, or strace not installed)", flush=True)
         for stage in ("run", "judge"):
             for _ in range(options.random):
                 harness.random_kill(stage)
