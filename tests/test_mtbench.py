@@ -269,6 +269,37 @@ def test_importing_twice_into_one_run_is_refused(project: Path) -> None:
     assert 'run "once" already has evidence in runs/once' in out.output
 
 
+def test_an_import_into_a_run_another_process_holds_is_refused_and_writes_nothing(
+    project: Path,
+) -> None:
+    """Two imports into one new run at once would both pass the "already has evidence" check:
+    the import holds the run's writer lock like every stage that writes evidence."""
+    import threading
+
+    from konkord.stopping import RunBusy, run_lock
+
+    path = write_jsonl(project / "hf.jsonl", hf_rows())
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another writer (a thread has its own lock, as a process does)
+        with run_lock(Path("runs") / "both", "import"):
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(RunBusy, match="konkord import"):
+            import_mtbench([path], run="both")
+        assert not (project / "suites" / "both.yaml").exists()
+        assert not (project / "runs" / "both" / "answers.jsonl").exists()
+    finally:
+        release.set()
+        holder.join()
+    assert import_mtbench([path], run="both").answers == 2 * 2 * 3  # free again: it imports
+
+
 def test_an_import_stays_inside_the_project(
     project: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

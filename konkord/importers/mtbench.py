@@ -87,7 +87,21 @@ class ImportSummary:
 def import_mtbench(
     paths: Sequence[Path], run: str = DEFAULT_RUN, with_authors: bool = False
 ) -> ImportSummary:
-    """Write a suite, a manifest and the evidence of a new run from MT-Bench judgment files."""
+    """Write a suite, a manifest and the evidence of a new run from MT-Bench judgment files,
+    holding the run's writer lock: two imports into one new run at once would both pass the
+    "already has evidence" check and record every vote twice."""
+    from konkord.stopping import run_lock
+
+    if not SLUG.match(run):
+        raise KonkordError(f"run name {slug_problem(run)}: --run")
+    run_dir = Path("runs") / run
+    require_folder_inside(run_dir, "the run folder")
+    require_state_inside()
+    with run_lock(run_dir, "import"):
+        return _import_mtbench(paths, run, with_authors)
+
+
+def _import_mtbench(paths: Sequence[Path], run: str, with_authors: bool) -> ImportSummary:
     if not SLUG.match(run):
         raise KonkordError(f"run name {slug_problem(run)}: --run")
     run_dir = Path("runs") / run
