@@ -261,20 +261,8 @@ async def judge_run(
             ) from None
         sent[item.key] = record["message_sha"]
         tally = summary.tallies[item.judge]
-        if record["cost_usd"] is None:
-            tally.unknown_price = True
-        else:
-            tally.cost_usd += record["cost_usd"]
-        if record["kind"] == "failure":
-            tally.failed += 1
-            tally.failures.append(
-                f"{item.task.id} / {item.model_a} vs {item.model_b} ({item.order}): "
-                f"{record['reason']}: {record['detail']}"
-            )
-        elif all(c.cached for c in calls):
-            tally.cached += 1
-        else:
-            tally.judged += 1
+        where = f"{item.task.id} / {item.model_a} vs {item.model_b} ({item.order})"
+        tally.count(record, where, all(c.cached for c in calls))
         finished += 1
         if on_progress:
             on_progress(finished, total)

@@ -26,6 +26,20 @@ class JudgeTally:
     most_flipped: list[tuple[str, str, int, int]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
+    def count(self, record: Record, where: str, all_cached: bool) -> None:
+        """Count one recorded verdict (`where`: task, pair and order, for a failure's line)."""
+        if record.get("cost_usd") is None:
+            self.unknown_price = True
+        else:
+            self.cost_usd += float(record["cost_usd"])
+        if record["kind"] == "failure":
+            self.failed += 1
+            self.failures.append(f"{where}: {record['reason']}: {record['detail']}")
+        elif all_cached:
+            self.cached += 1
+        else:
+            self.judged += 1
+
     @property
     def flip_rate(self) -> float | None:
         """Share of complete pairs whose two orders disagreed."""
