@@ -50,6 +50,31 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; the browser tests skip without it
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless Chromium for the site's browser tests, told not to reach the network itself."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield chromium
+        chromium.close()
+
+
 @pytest.fixture(scope="session")
 def screenshot_dir(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

@@ -551,3 +551,20 @@ def standard_runs() -> list[Results]:
             hostile=True,
         ),
     ]
+
+
+def build_standard_site(root: Path) -> list[Results]:
+    """Write the standard runs as a project in `root` and build its site into root/public."""
+    import os
+
+    from konkord.stages.build import build_site
+
+    runs = standard_runs()
+    write_project(root, runs)
+    old = Path.cwd()
+    os.chdir(root)
+    try:
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    finally:
+        os.chdir(old)
+    return runs

@@ -59,18 +59,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
-        )
-        yield chromium
-        chromium.close()
-
 
 def open_page(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
     page = browser.new_page(viewport={"width": width, "height": 900})

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_site import HOSTILE_ANSWERS, standard_runs, write_project
+from fixtures_site import HOSTILE_ANSWERS, build_standard_site
 
 from konkord.results import Results
 from konkord.site.environment import REVEAL_JS
-from konkord.stages.build import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
@@ -51,14 +49,7 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Results]]]:
     root = tmp_path_factory.mktemp("browser")
-    runs = standard_runs()
-    write_project(root, runs)
-    old = Path.cwd()
-    os.chdir(root)
-    try:
-        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
-    finally:
-        os.chdir(old)
+    runs = build_standard_site(root)
     handler = functools.partial(QuietHandler, directory=str(root / "public"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -67,26 +58,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[R
     server.shutdown()
     server.server_close()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        yield chromium
-        chromium.close()
 
 
 class Watched:

@@ -5,16 +5,14 @@ $KONKORD_SCREENSHOT_DIR, else pytest's temporary folder; printed at the end of t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_site import standard_runs, write_project
+from fixtures_site import build_standard_site
 
 from konkord.results import Results
-from konkord.stages.build import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
@@ -53,27 +51,9 @@ SMALLEST_TEXT = """() => {
 @pytest.fixture(scope="module")
 def public(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Results]]]:
     root = tmp_path_factory.mktemp("disk")
-    runs = standard_runs()
-    write_project(root, runs)
-    old = Path.cwd()
-    os.chdir(root)
-    try:
-        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
-    finally:
-        os.chdir(old)
+    runs = build_standard_site(root)
     yield root / "public", runs
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
-        )
-        yield chromium
-        chromium.close()
 
 
 @pytest.mark.parametrize("device", list(WIDTHS))
