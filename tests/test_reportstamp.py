@@ -9,28 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from evidence_factory import add_answers, add_verdict, write_runs, write_suite
-
-from konkord.cli import cli
+from evidence_factory import add_verdict
+from test_freshness import _report, _run
 
 REPORTED = "results/r.json is up to date with the evidence; nothing recomputed"
-
-
-def _run(root: Path) -> dict[tuple[str, str], str]:
-    models = ["m/a", "m/b"]
-    suite = write_suite(root, 6)
-    write_runs(root, [{"name": "r", "suite": "suites/tiny.yaml", "models": models}])
-    texts = add_answers(root, "r", suite, models)
-    for k in range(6):
-        add_verdict(root, "r", texts, f"t{k:02d}", "m/a", "m/b", ("1", "2"))
-    return texts
-
-
-def _report(*extra: str) -> str:
-    outcome = CliRunner().invoke(cli, ["report", "--run", "r", "--resamples", "50", *extra])
-    assert outcome.exit_code == 0, outcome.output
-    return outcome.output
 
 
 def _stamps(root: Path) -> list[Path]:
