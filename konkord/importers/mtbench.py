@@ -96,16 +96,6 @@ def import_mtbench(
         raise KonkordError(f"run name {slug_problem(run)}: --run")
     run_dir = Path("runs") / run
     require_folder_inside(run_dir, "the run folder")
-    require_state_inside()
-    with run_lock(run_dir, "import"):
-        return _import_mtbench(paths, run, with_authors)
-
-
-def _import_mtbench(paths: Sequence[Path], run: str, with_authors: bool) -> ImportSummary:
-    if not SLUG.match(run):
-        raise KonkordError(f"run name {slug_problem(run)}: --run")
-    run_dir = Path("runs") / run
-    require_folder_inside(run_dir, "the run folder")
     require_inside(Path("suites") / f"{run}.yaml", "the suite file")
     require_state_inside()
     if runs_file_present() and run in {r.name for r in load_runs(DEFAULT_RUNS_FILE).runs}:
@@ -113,6 +103,13 @@ def _import_mtbench(paths: Sequence[Path], run: str, with_authors: bool) -> Impo
             f'run "{run}" is listed in {DEFAULT_RUNS_FILE}; import into a run name that is not '
             "listed there (--run NAME), then add it to runs.json if you want it published"
         )
+    # Everything above writes nothing; the lock (a file under .konkord) comes after it.
+    with run_lock(run_dir, "import"):
+        return _import_mtbench(paths, run, with_authors)
+
+
+def _import_mtbench(paths: Sequence[Path], run: str, with_authors: bool) -> ImportSummary:
+    run_dir = Path("runs") / run
     if EvidenceLog(run_dir).exists():
         raise KonkordError(
             f'run "{run}" already has evidence in {run_dir}; import into a new run '
