@@ -20,12 +20,16 @@ from konkord.suite import SLUG, parse_located, slug_problem
 from konkord.yamlpos import Loc, describe_loc, load_json
 
 DEFAULT_RUNS_FILE = Path("runs.json")
+# The most output tokens one call may ask for: far above any model's window, far below what
+# overflows a float when the budget multiplies it by a price.
+MAX_TOKENS_LIMIT = 10_000_000
+SEED_LIMIT = 2**63 - 1  # providers take a 64-bit seed
 
 
 class Price(BaseModel):
     """Prices in dollars per million tokens, for models litellm's cost map does not know."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(ge=0)
@@ -34,17 +38,17 @@ class Price(BaseModel):
 class Generation(BaseModel):
     """Settings that change an answer; each is part of the answer's cache key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    temperature: float | None = 0.0
-    max_tokens: int = Field(default=4096, gt=0)
-    seed: int | None = 0
+    temperature: float | None = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=4096, gt=0, le=MAX_TOKENS_LIMIT)
+    seed: int | None = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
 
 
 class SimulatedLabeller(BaseModel):
     """A simulated person for demo runs: agrees with the truth with probability `accuracy`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     accuracy: float = Field(ge=0, le=1)
@@ -55,8 +59,8 @@ class LabelPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    n: int = Field(default=100, ge=0)
-    seed: int = 0
+    n: int = Field(default=100, ge=0, le=10_000_000)
+    seed: int = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
     simulated_labellers: tuple[SimulatedLabeller, ...] = ()
 
 
@@ -65,7 +69,7 @@ class Cascade(BaseModel):
     orders, and a pair goes to the strong judge unless both orders agree and its averaged
     confidence reaches `accept_at`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     first_pass: str
     strong: str | None = Field(default=None, description="Default: the run's first judge.")
