@@ -14,15 +14,16 @@ from typing import Any
 
 import click
 
+from konkord.configuration.limits import MAX_TOKENS_LIMIT, TEMPERATURE_LIMIT
+from konkord.configuration.limits import SEED_LIMIT as SEED_LIMIT
 from konkord.errors import KonkordError
-from konkord.runs_config import MAX_TOKENS_LIMIT, SEED_LIMIT
 
 
 def _plain(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
-class Number(click.ParamType):
+class Number(click.ParamType[Any]):
     """A finite int or float within [low, high] (the low end open with low_open)."""
 
     def __init__(
@@ -105,19 +106,19 @@ COUNT = whole(1, 10_000)  # parallel calls or checks: at least one, or nothing e
 PORT = whole(1, 65_535)
 SEED = whole(-SEED_LIMIT - 1, SEED_LIMIT, "a whole number that fits in 64 bits")
 MAX_TOKENS = whole(1, MAX_TOKENS_LIMIT)
-TEMPERATURE = finite(0, 2)  # the widest range a provider takes (OpenAI's)
+TEMPERATURE = finite(0, TEMPERATURE_LIMIT)
 PROBABILITY = finite(0, 1)
 SECONDS = finite(0, 7 * 24 * 3600, low_open=True, unit="seconds")
 DOLLARS = finite(0, unit="dollars")
 
 
-class RunName(click.ParamType):
+class RunName(click.ParamType[Any]):
     """A run name: a slug, so never empty (`--run ""` would otherwise fall back to a default)."""
 
     name = "name"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from konkord.suite import SLUG, slug_problem
+        from konkord.configuration.suite import SLUG, slug_problem
 
         text = str(value)
         if not SLUG.match(text):

@@ -13,6 +13,7 @@ from pydantic import (
     field_validator,
 )
 
+from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.suite import SLUG, parse_located, slug_problem
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
@@ -20,10 +21,6 @@ from konkord.evidence.paths import file_problem
 from konkord.providers.deployments import Deployment
 
 DEFAULT_RUNS_FILE = Path("runs.json")
-# The most output tokens one call may ask for: far above any model's window, far below what
-# overflows a float when the budget multiplies it by a price.
-MAX_TOKENS_LIMIT = 10_000_000
-SEED_LIMIT = 2**63 - 1  # providers take a 64-bit seed
 
 
 class Price(BaseModel):
@@ -40,7 +37,7 @@ class Generation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    temperature: float | None = Field(default=0.0, ge=0, le=2)
+    temperature: float | None = Field(default=0.0, ge=0, le=TEMPERATURE_LIMIT)
     max_tokens: int = Field(default=4096, gt=0, le=MAX_TOKENS_LIMIT)
     seed: int | None = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
 
