@@ -71,7 +71,8 @@ def dump_results(results: Results, path: Path) -> bytes:
             size += len(data)
     if not split:
         _remove_task_files(folder, keep=set())
-        return results.model_dump_json(indent=1).encode() + b"\n"
+        whole = results.model_copy(update={"task_files": None}) if results.task_files else results
+        return whole.model_dump_json(indent=1).encode() + b"\n"
     ids = [task.id for task in results.tasks]
     _remove_task_files(folder, keep=set(ids))
     fsync_dir(folder)
@@ -138,7 +139,8 @@ def load_tasks(path: Path, results: Results) -> Results:
             f"{path.parent / files.folder}: the task files are not the ones {path} was written "
             f"with (changed or cut short since); {regenerate}"
         )
-    return results.model_copy(update={"tasks": tasks})
+    # In memory the results are whole again: where the tasks go is decided when written.
+    return results.model_copy(update={"tasks": tasks, "task_files": None})
 
 
 class _TaskFilesHead(BaseModel):
