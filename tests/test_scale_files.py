@@ -209,3 +209,41 @@ def test_the_demo_site_still_builds_whole(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     build_site(OUT, offline=True, runs_file=RUNS)
     assert not list((tmp_path / "public" / "results").glob("*.tasks"))
+
+
+def test_a_task_with_many_pairs_shows_the_notable_ones_and_links_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bs4 import BeautifulSoup
+
+    from konkord.site.task_pages import FOLD_PAIRS_OVER, notable
+
+    models = [f"m/model-{k}" for k in range(9)]  # 36 pairs
+    assert len(models) * (len(models) - 1) // 2 > FOLD_PAIRS_OVER
+    runs = [make_results("one", models=models, judges=["j/x"], n_tasks=1)]
+    write_project(tmp_path, runs)
+    monkeypatch.chdir(tmp_path)
+    build_site(OUT, offline=True, runs_file=RUNS)
+    task = runs[0].tasks[0]
+    folder = tmp_path / "public" / "one" / "tasks" / task.id
+    page = BeautifulSoup((folder / "index.html").read_text(), "html.parser")
+    other = BeautifulSoup((folder / "verdicts" / "index.html").read_text(), "html.parser")
+    cards = {a["id"] for a in page.select("article.comparison")}
+    others = {a["id"] for a in other.select("article.comparison")}
+    worth = [c for c in task.comparisons if notable([c])]
+    assert worth and len(worth) < len(task.comparisons), "the fixture has both kinds"
+    assert len(cards) == len(worth) and len(others) == len(task.comparisons) - len(worth)
+    assert not cards & others, "each verdict is on one page"
+    # every pair still has its side-by-side section; only the notable ones repeat the answers
+    assert len(page.select("section.pair")) == 36
+    assert len(page.select("section.pair .side-by-side")) == len(worth)
+    # a pair's verdict link leads to the page its card is on
+    for link in page.select("ul.pair-verdicts a"):
+        href = str(link["href"])
+        card = href.split("#", 1)[1]
+        assert (card in cards and href.startswith("#")) or (
+            card in others and href.startswith("verdicts/index.html#")
+        ), href
+    # and the second page's links lead back to the task page's answers and pairs
+    for link in other.select("p.judged a"):
+        assert str(link["href"]).startswith("../index.html#")

@@ -37,7 +37,12 @@ from konkord.site.environment import (
 from konkord.site.judges_page import judges_across_runs, judges_context
 from konkord.site.markdown import render_markdown
 from konkord.site.summary import RunSummary
-from konkord.site.task_pages import task_context, tasks_index_context
+from konkord.site.task_pages import (
+    is_folded,
+    other_verdicts_context,
+    task_context,
+    tasks_index_context,
+)
 
 # Re-exported: build.py, generate.py, serve.py and the tests import these from here.
 __all__ = [
@@ -121,6 +126,15 @@ def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> list
                 task_context(results, index),
             )
         )
+        if is_folded(task):
+            pages.append(
+                page(
+                    f"{run}/tasks/{task.id}/verdicts/index.html",
+                    "task_verdicts.html",
+                    "tasks",
+                    other_verdicts_context(results, index),
+                )
+            )
     return pages
 
 
