@@ -4,6 +4,12 @@ The project: one run of --models sim models (default 20) on --tasks distinct tas
 1,000; on a shared 2-core machine use what fits, e.g. 200 or 400, and say so), one sim judge, both
 orders of every pair: 20 models x 1,000 tasks are 190,000 pairs and 380,000 judge calls.
 
+`run` and `judge` are timed for real on the first --judged tasks (all of them by default). On a
+shared machine judging 380,000 simulated calls takes long, so with --judged K < --tasks the
+evidence of those K tasks is then repeated under new task ids (each copy's prompt is its
+original's, so every record stays current) until the run has --tasks tasks, and `report` and
+`build` are timed on that: the same records, files and pages a judged run of that size has.
+
 Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
 (VmHWM of the main process, and the largest peak of any worker process it started). With
 --baseline DIR (a checkout of an earlier konkord, e.g. `git archive d6c4d46 | tar -x -C DIR`),
@@ -14,7 +20,7 @@ file count, the leaderboard's data, and the largest task page.
 Aims on a 2-core machine: report under 5 s and 500 MB; build under 20 s and 1 GB; the largest
 file under public/ under 25 MiB (Cloudflare's limit per file).
 
-    python benchmarks/bench_scale.py [--tasks 200] [--models 20] [--baseline /tmp/w30-base]
+    python benchmarks/bench_scale.py [--tasks 200] [--judged 30] [--models 20] [--baseline DIR]
     python benchmarks/bench_scale.py --keep /tmp/scale   # keep the project to look at
 """
 
@@ -72,17 +78,39 @@ def konkord(root: Path, code: Path, *args: str) -> dict[str, float | str]:
     return {"wall": wall, **peaks, "line": lines[-1] if lines else ""}
 
 
+def write_suite(root: Path, n_tasks: int, distinct: int) -> None:
+    """Tasks task-0000... whose prompts repeat every `distinct` tasks."""
+    tasks = [
+        {
+            "id": f"task-{k:04d}",
+            "prompt": f"Explain item {k % distinct} of the list in a few sentences.",
+        }
+        for k in range(n_tasks)
+    ]
+    suite = {"name": "big", "rubric": "Prefer the correct, complete answer.", "tasks": tasks}
+    (root / "suites").mkdir(exist_ok=True)
+    (root / "suites" / "big.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+
+
+def repeat_evidence(root: Path, judged: int, n_tasks: int) -> None:
+    """The evidence of the first `judged` tasks copied under new task ids up to `n_tasks`."""
+    write_suite(root, n_tasks, judged)
+    for stream in ("answers", "verdicts"):
+        path = root / "runs" / "big" / f"{stream}.jsonl"
+        records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        with open(path, "a") as log:
+            for k in range(judged, n_tasks):
+                source = f"task-{k % judged:04d}"
+                for record in records:
+                    if record["task_id"] == source:
+                        log.write(json.dumps({**record, "task_id": f"task-{k:04d}"}) + "\n")
+
+
 def make_project(root: Path, code: Path, n_tasks: int, n_models: int) -> None:
     """A suite of distinct tasks and one run of sim models and a sim judge in runs.json."""
     for folder in ("templates", "content"):
         shutil.copytree(code / folder, root / folder)
-    tasks = [
-        {"id": f"task-{k:04d}", "prompt": f"Explain item {k} of the list in a few sentences."}
-        for k in range(n_tasks)
-    ]
-    suite = {"name": "big", "rubric": "Prefer the correct, complete answer.", "tasks": tasks}
-    (root / "suites").mkdir()
-    (root / "suites" / "big.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    write_suite(root, n_tasks, n_tasks)
     models = [
         f"sim/m{i:02d}:strength={1.5 - 3.0 * i / max(1, n_models - 1):.2f}" for i in range(n_models)
     ]
@@ -121,6 +149,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--models", type=int, default=20)
+    parser.add_argument(
+        "--judged", type=int, help="tasks run and judged for real (default: all); the rest copies"
+    )
     parser.add_argument("--baseline", type=Path, help="an earlier konkord checkout to compare")
     parser.add_argument("--keep", type=Path, help="make the projects here and keep them")
     parser.add_argument(
@@ -131,21 +162,30 @@ def main() -> None:
     codes = {"this": REPO}
     if args.baseline:
         codes["baseline"] = args.baseline.resolve()
-    pairs = args.models * (args.models - 1) // 2 * args.tasks
-    print(
-        f"{args.models} models x {args.tasks} tasks: {args.models * args.tasks:,} answers, "
-        f"{pairs:,} pairs, {2 * pairs:,} judge calls; {os.cpu_count()} CPUs, load average "
-        f"{os.getloadavg()[0]:.1f}"
-    )
+    judged = min(args.judged or args.tasks, args.tasks)
+    pairs = args.models * (args.models - 1) // 2
+
+    def sizes(tasks: int) -> str:
+        return (
+            f"{args.models} models x {tasks} tasks: {args.models * tasks:,} answers, "
+            f"{pairs * tasks:,} pairs, {2 * pairs * tasks:,} judge calls"
+        )
+
+    print(f"{sizes(args.tasks)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if judged < args.tasks:
+        print(f"run and judge on {sizes(judged)}; their evidence repeated up to {args.tasks} tasks")
     with tempfile.TemporaryDirectory() as tmp:
         base = args.keep or Path(tmp)
         roots = {name: base / name for name in codes}
         for name, code in codes.items():
             shutil.rmtree(roots[name], ignore_errors=True)
             roots[name].mkdir(parents=True)
-            make_project(roots[name], code, args.tasks, args.models)
+            make_project(roots[name], code, judged, args.models)
         results: dict[str, dict[str, dict[str, float | str]]] = {n: {} for n in codes}
         for step in steps:
+            if step == "report" and judged < args.tasks:
+                for name in codes:
+                    repeat_evidence(roots[name], judged, args.tasks)
             for name, code in codes.items():
                 results[name][step] = konkord(roots[name], code, *STEPS[step])
             row = "   ".join(f"{name}: {figure(results[name][step])}" for name in codes)
