@@ -153,13 +153,16 @@ def main() -> None:
         "--judged", type=int, help="tasks run and judged for real (default: all); the rest copies"
     )
     parser.add_argument("--baseline", type=Path, help="an earlier konkord checkout to compare")
+    parser.add_argument(
+        "--code", type=Path, default=REPO, help="the konkord checkout measured [this one]"
+    )
     parser.add_argument("--keep", type=Path, help="make the projects here and keep them")
     parser.add_argument(
         "--steps", default="run,judge,report,build", help="comma-separated steps to time"
     )
     args = parser.parse_args()
     steps = args.steps.split(",")
-    codes = {"this": REPO}
+    codes = {"this": args.code.resolve()}
     if args.baseline:
         codes["baseline"] = args.baseline.resolve()
     judged = min(args.judged or args.tasks, args.tasks)
