@@ -13,13 +13,13 @@ from click.testing import CliRunner
 from conftest import REPO
 from fixtures_site import make_results, write_project
 
-from konkord import results_files
 from konkord.cli import cli
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, TornLineWarning
-from konkord.results import TaskView, read_results, write_results
+from konkord.evidence.log import EvidenceLog, TornLineWarning
+from konkord.results import files as results_files
+from konkord.results.schema import TaskView, read_results, write_results
 from konkord.site.limits import MAX_FILE_BYTES
-from konkord.stages.build import build_site
+from konkord.stages.build.build import build_site
 
 RUNS = Path("runs.json")
 OUT = Path("public")

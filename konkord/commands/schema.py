@@ -16,6 +16,6 @@ def schema(task: bool) -> None:
     """Print the JSON Schema of results/<run>.json (the versioned results file)."""
     import json
 
-    from konkord.results import TaskView, json_schema
+    from konkord.results.schema import TaskView, json_schema
 
     click.echo(json.dumps(TaskView.model_json_schema() if task else json_schema(), indent=2))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from konkord.results import Calibration, Disagreement, Results
+from konkord.results.schema import Calibration, Disagreement, Results
 from konkord.site.formatting import anchor
 from konkord.site.task_pages import is_folded, notable
 
