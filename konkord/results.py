@@ -36,6 +36,7 @@ from konkord.results_judging import (
     Kappa,
     KeyedRate,
     Positional,
+    RouteRow,
     SelectiveRow,
 )
 from konkord.results_tasks import (
@@ -88,6 +89,7 @@ __all__ = [
     "Positional",
     "Proportion",
     "Results",
+    "RouteRow",
     "SelectiveRow",
     "Strict",
     "SuiteInfo",
@@ -183,6 +185,11 @@ class JudgeBlock(Strict):
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None
 
+    @property
+    def route_name(self) -> str:
+        """What the block ranks by, as shown: a cascade's own name, else the judge's."""
+        return self.cascade.route if self.cascade is not None and self.cascade.route else self.judge
+
 
 class CostLine(Strict):
     """Tokens, dollars and latency for one model's answers or one judge's verdicts."""
@@ -273,6 +280,11 @@ class Results(Strict):
     tasks: list[TaskView]
     judge_panel: JudgePanel | None = Field(
         default=None, description="The judges compared (the Judges page); None in older files."
+    )
+    routes: list[RouteRow] = Field(
+        default=[],
+        description="A cascade's judges on their own (strong judge alone, first pass); the "
+        "cascade itself is the strong judge's place in judge_blocks, under its route name.",
     )
 
     def block(self, judge: str) -> JudgeBlock:
