@@ -310,3 +310,7 @@ class CascadePair(Strict):
     orders_agree: bool
     confidence: float = Field(description="Averaged probability of the order-ab verdict.")
     lean: str = Field(description="Model (or tie) the averaged probabilities favour.")
+    orders_text: str = Field(
+        default="",
+        description="The first pass's two orders as shown: verdict and confidence of each.",
+    )

@@ -236,7 +236,7 @@ def calibrate_run(
         if cascade is not None and block.judge == cascade.plan.strong:
             # the block ranks the cascade's verdicts: calibrate those
             records = final_records(cascade)
-            block.cascade = cascade_block(decisions, spec.prices)
+            block.cascade = cascade_block(decisions, spec.prices, spec.name)
         combined = combine_verdicts(records)
         calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
         calibration.objective = block.calibration.objective

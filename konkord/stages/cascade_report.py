@@ -56,7 +56,9 @@ def _audited(pairs: CascadePairs) -> int:
     )
 
 
-def cascade_block(decisions: RunDecisions, prices: Mapping[str, Price]) -> R.CascadeBlock:
+def cascade_block(
+    decisions: RunDecisions, prices: Mapping[str, Price], run: str = "RUN"
+) -> R.CascadeBlock:
     """The cascade section of the strong judge's block, read from the run's one view."""
     pairs = decisions.cascade
     assert pairs is not None
@@ -112,7 +114,7 @@ def cascade_block(decisions: RunDecisions, prices: Mapping[str, Price]) -> R.Cas
             f"{int(both.sum())} labels fall on pairs the first pass decided and the strong judge "
             f"also judged; {MIN_AUDITED_LABELS} are needed to compare the cascade with the strong "
             "judge alone (on escalated pairs the two are the same verdict). After labelling, "
-            "`konkord judge --run RUN` has the strong judge judge the labelled pairs it lacks"
+            f"`konkord judge --run {run}` has the strong judge judge the labelled pairs it lacks"
         )
         return block
     versus = cascade_vs_strong(pairs.accepted, pairs.verdict_ab, strong, label_pair, label_outcome)
@@ -147,6 +149,23 @@ def cascade_block(decisions: RunDecisions, prices: Mapping[str, Price]) -> R.Cas
     return block
 
 
+_SCREEN = {"ab": ("Answer 1", "Answer 2", "tie"), "ba": ("Answer 2", "Answer 1", "tie")}
+
+
+def orders_text(pairs: CascadePairs, i: int) -> str:
+    """The first pass's two orders as the judge saw them: "order 1: Answer 2 at 0.99;
+    swapped: Answer 1 at 0.48; orders disagree" (a model shown second is Answer 2)."""
+    parts = []
+    for label, order, probs, code in (
+        ("order 1", "ab", pairs.probs_ab, pairs.verdict_ab),
+        ("swapped", "ba", pairs.probs_ba, pairs.verdict_ba),
+    ):
+        c = int(code[i])
+        parts.append(f"{label}: {_SCREEN[order][c]} at {float(probs[i][c]):.2f}")
+    agree = "orders agree" if pairs.verdict_ab[i] == pairs.verdict_ba[i] else "orders disagree"
+    return "; ".join(parts) + f"; {agree}"
+
+
 def mark_comparisons(tasks: list[R.TaskView], pairs: CascadePairs) -> None:
     """Say on each of the strong judge's comparisons who decided it (the lean kept small)."""
     index = {key: i for i, key in enumerate(pairs.keys)}
@@ -166,4 +185,5 @@ def mark_comparisons(tasks: list[R.TaskView], pairs: CascadePairs) -> None:
                 orders_agree=bool(pairs.verdict_ab[i] == pairs.verdict_ba[i]),
                 confidence=float(conf[i]),
                 lean=winner_of(int(leans[i]), key[1], key[2]),
+                orders_text=orders_text(pairs, i),
             )

@@ -163,7 +163,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
         if cascade is not None and judge == cascade.plan.strong:
-            block.cascade = cascade_block(decisions, spec.prices)
+            block.cascade = cascade_block(decisions, spec.prices, spec.name)
             route = decisions.routes[str(decisions.cascade_route)]
             cost.append(cost_line(route.name, "judge", [], None, route.cost(spec.prices)))
             routes = route_rows(spec, log, decisions, answers)

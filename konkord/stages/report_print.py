@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from konkord.results import CostLine, Interval, JudgeBlock, Proportion, Results
+from konkord.results import CascadeBlock, CostLine, Interval, JudgeBlock, Proportion, Results
 
 
 def _pct(value: float | None) -> str:
@@ -47,15 +47,18 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         if calibration.status == "calibrated"
         else "UNCALIBRATED: no human labels, so nobody has checked this judge"
     )
-    console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
     if block.cascade is not None:
         k = block.cascade
+        console.print(f"[bold]cascade {k.route or block.judge}[/bold]  {verdict}")
         console.print(
-            f"  cascade: first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
-            f"pairs at {k.accept_at:g}, this judge {k.decided_strong}"
+            f"  first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
+            f"pairs at {k.accept_at:g}, the strong judge {k.decided_strong}"
             + (f", {k.pending} pending" if k.pending else "")
             + "; `konkord calibrate` shows what it is worth"
         )
+        console.print(f"  {selective_line(k)}")
+    else:
+        console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
     table = Table(show_edge=False, pad_edge=False, box=None)
     for column in ("rank", "model", "rating", "win rate vs field [95%]", "cost"):
         table.add_column(column, justify="right" if column != "model" else "left")
@@ -134,6 +137,21 @@ def _anchored(console: Console, block: JudgeBlock) -> None:
         console.print(f"  - {text}", markup=False)
     if a.holdout is not None:
         console.print(f"  {a.holdout.summary}", markup=False)
+
+
+def selective_line(k: CascadeBlock) -> str:
+    """The selective-accuracy row at the run's own threshold, in one line."""
+    row = next((r for r in k.selective if abs(r.threshold - k.accept_at) < 1e-9), None)
+    if row is None:
+        return f"selective accuracy at {k.accept_at:g}: not in the table"
+    if row.agreement.rate is None:
+        agreement = "no labels on those pairs"
+    else:
+        agreement = f"agreement with people there {_proportion(row.agreement)}"
+    return (
+        f"selective accuracy at {k.accept_at:g}: the first pass decides "
+        f"{row.decided.k} of {row.decided.n} pairs; {agreement}"
+    )
 
 
 def print_report(results: Results) -> None:
