@@ -252,14 +252,22 @@ def test_a_reply_without_logprobs_is_a_failure_not_a_guess(
     run: RunSpec, openai_server: OpenAIServer
 ) -> None:
     openai_server.responder = lambda body, n: Reply(content="VERDICT: 1")
-    cascade(run)
+    with pytest.raises(KonkordError) as refused:
+        cascade(run)
+    # A configuration error: one line naming the first pass and the fix, no call after it
+    # (those already in flight finish), and nothing escalated to the strong judge.
+    message = str(refused.value)
+    assert "\n" not in message and f'first-pass judge "{CHEAP}"' in message
+    assert '"confidence": "samples:5"' in message
     records = [r for r in EvidenceLog(run.run_dir).records("verdicts") if r["judge"] == CHEAP]
     assert {r["reason"] for r in records} == {"no_logprobs"}
-    assert len(calls_by(openai_server, STRONG)) == 6  # nothing was read, so all escalate
+    assert len(calls_by(openai_server, CHEAP)) <= 2  # the test client's concurrency
+    assert len(calls_by(openai_server, STRONG)) == 0
     # The provider is fixed: the rerun asks the first pass afresh instead of reusing the cache.
     openai_server.responder = responder
+    asked = len(calls_by(openai_server, CHEAP))
     cascade(run)
-    assert len(calls_by(openai_server, CHEAP)) == 12
+    assert len(calls_by(openai_server, CHEAP)) == asked + 6
     assert missing_calls(run, plan_of(run)) == 0  # type: ignore[arg-type]
 
 
@@ -481,3 +489,19 @@ def test_the_runs_other_judges_judge_every_pair_beside_the_cascade(
     assert result.exit_code == 0, result.output
     assert len(calls_by(openai_server, CHEAP)) == 6 and len(calls_by(openai_server, STRONG)) == 4
     assert len(calls_by(openai_server, "openai/panel-judge")) == 6
+
+
+def test_build_never_asks_a_first_pass_without_logprobs_again(
+    run: RunSpec, openai_server: OpenAIServer
+) -> None:
+    from konkord.stages.pipeline import ensure_run
+
+    openai_server.responder = lambda body, n: Reply(content="VERDICT: 1")
+    with pytest.raises(KonkordError, match="answered without log-probabilities"):
+        ensure_run(run, offline=False, echo=lambda _: None)
+    made = len(openai_server.requests)
+    assert made and not calls_by(openai_server, STRONG)
+    for _ in range(2):
+        with pytest.raises(KonkordError, match=r"build does not ask it again"):
+            ensure_run(run, offline=False, echo=lambda _: None)
+    assert len(openai_server.requests) == made  # before: 6 more failing calls per build

@@ -143,6 +143,29 @@ def _from_samples(item: JudgeItem, samples: list[Record], source: str) -> Record
     }
 
 
+def no_logprobs_error(spec: RunSpec, plan: CascadePlan, replies: int) -> KonkordError:
+    """The configuration error a first pass without log-probabilities is: one line, the fix."""
+    return KonkordError(
+        f'run {spec.name}: first-pass judge "{plan.first_pass}" answered without '
+        f"log-probabilities ({replies} {'reply' if replies == 1 else 'replies'} recorded as "
+        'no_logprobs), so its confidence cannot be read; set "confidence": "samples:5" in the '
+        "run's cascade, or choose a first pass whose provider returns log-probabilities, then "
+        f"`konkord judge --run {spec.name}` (build does not ask it again)"
+    )
+
+
+def no_logprobs_replies(spec: RunSpec, plan: CascadePlan) -> int:
+    """The first pass's current replies that carried no log-probabilities (logprobs plans)."""
+    if plan.samples is not None:
+        return 0
+    log = EvidenceLog(spec.run_dir)
+    fhash = frame_hash(compose_system_prompt(spec.suite))
+    latest = log.latest(
+        "verdicts", lambda r: r.get("judge") == plan.first_pass and r.get("frame_hash") == fhash
+    )
+    return sum(1 for r in latest.values() if r.get("reason") == "no_logprobs")
+
+
 async def first_pass_run(
     spec: RunSpec,
     plan: CascadePlan,
@@ -170,9 +193,13 @@ async def first_pass_run(
     if on_progress:
         on_progress(finished, len(items))
 
+    no_logprobs = 0  # a configuration error: no call is made after the first such reply
+
     async def judge_one(item: JudgeItem) -> None:
-        nonlocal finished
+        nonlocal finished, no_logprobs
         async with gate:
+            if no_logprobs:
+                return
             if plan.samples is None:
                 asked = replace(settings, top_logprobs=TOP_LOGPROBS)
                 use_cache = item.key not in unreadable
@@ -189,6 +216,8 @@ async def first_pass_run(
                     calls += made
                 record = _from_samples(item, samples, plan.confidence)
         log.append("verdicts", record)
+        if record.get("reason") == "no_logprobs":
+            no_logprobs += 1
         where = f"{item.task.id} / {item.model_a} vs {item.model_b} ({item.order})"
         tally.count(record, where, all(c.cached for c in calls))
         finished += 1
@@ -196,6 +225,8 @@ async def first_pass_run(
             on_progress(finished, len(items))
 
     await asyncio.gather(*(unless_not_launched(judge_one(item)) for item in todo))
+    if no_logprobs:
+        raise no_logprobs_error(spec, plan, no_logprobs)
     done = _first_pass_done(spec, log, plan, items)
     current = [
         r
