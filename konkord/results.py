@@ -91,6 +91,7 @@ __all__ = [
     "Results",
     "RouteRow",
     "SelectiveRow",
+    "SelfFamilyNote",
     "Strict",
     "SuiteInfo",
     "TaskMean",
@@ -160,6 +161,21 @@ class BootstrapInfo(Strict):
     disconnected_handling: str | None = None
 
 
+class SelfFamilyNote(Strict):
+    """A judge of this ranking shares a provider family with ranked models (any source)."""
+
+    judge: str
+    family: str
+    models: list[str]
+    comparisons: int = Field(description="Decided comparisons involving those models.")
+    total: int
+    text: str
+    ratings_without: list[ModelRating] = Field(
+        default=[], description="The ranking fitted without those comparisons."
+    )
+    without_note: str = ""
+
+
 class JudgeBlock(Strict):
     """Everything about the ranking one judge produced; several judges give several blocks."""
 
@@ -182,6 +198,9 @@ class JudgeBlock(Strict):
         default={}, description="Figure captions (rank, forest, heatmap), from what ran."
     )
     calibration: Calibration = Calibration(status="uncalibrated")
+    self_family: list[SelfFamilyNote] = Field(
+        default=[], description="Judges in the same family as ranked models, and what it does."
+    )
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None
 

@@ -284,3 +284,59 @@ def test_judges_computes_what_it_needs(project: Path) -> None:
     assert "computing it first" in out.output
     assert "J1  quick -> steward at 0.8" in out.output
     assert Path(f"results/{DEMO}.json").exists()
+
+
+# ---- self-family judging, whatever the source of the verdicts ----------------------------
+
+MTBENCH = REPO.parent / "shared" / "data" / "mtbench_human_judgments"
+
+
+@pytest.mark.skipif(not (MTBENCH / "human.jsonl").exists(), reason="shared MT-Bench data absent")
+def test_imported_mtbench_ranking_names_its_self_family_judge(project: Path) -> None:
+    from bs4 import BeautifulSoup
+
+    for folder in ("templates", "content"):
+        shutil.copytree(REPO / folder, project / folder)
+    runner = CliRunner()
+    files = [str(MTBENCH / "human.jsonl"), str(MTBENCH / "gpt4_pair.jsonl")]
+    assert runner.invoke(cli, ["import", "mt-bench-human", *files, "--run", "mtb"]).exit_code == 0
+    out = runner.invoke(cli, ["publish", "mtb"])
+    assert out.exit_code == 0 and "judges: gpt4_pair" in out.output, out.output
+    out = runner.invoke(cli, ["build"])
+    assert out.exit_code == 0, out.output  # before: "judges differ ... gpt4_pair"
+    results = read_results("results/mtb.json")
+    (note,) = results.block("gpt4_pair").self_family
+    assert note.models == ["gpt-3.5-turbo", "gpt-4"] and note.family == "openai"
+    # counted again by hand: every decided comparison with an OpenAI model on either side
+    orders = _latest(
+        project / "runs" / "mtb" / "verdicts.jsonl",
+        ("task_id", "model_a", "model_b", "order", "judge"),
+    )
+    decided = {
+        (t, a, b)
+        for (t, a, b, order, judge), r in orders.items()
+        if judge == "gpt4_pair"
+        and order == "ab"
+        and r["kind"] == "verdict"
+        and orders.get((t, a, b, "ba", judge), {}).get("kind") == "verdict"
+    }
+    involved = sum(1 for _, a, b in decided if {a, b} & {"gpt-4", "gpt-3.5-turbo"})
+    assert (note.comparisons, note.total) == (involved, len(decided)) and 0 < involved < len(
+        decided
+    )
+    assert {r.model for r in note.ratings_without} == {
+        "claude-v1",
+        "vicuna-13b-v1.2",
+        "alpaca-13b",
+        "llama-13b",
+    }
+    claims = [c.text for c in results.block("gpt4_pair").claims if "gpt-4" in c.models]
+    assert claims and all("same provider family" in text for text in claims)
+    page = BeautifulSoup((project / "public" / "mtb" / "index.html").read_text(), "html.parser")
+    top = page.select_one("section.judge .self-family")
+    assert top is not None
+    said = " ".join(top.get_text().split())
+    assert "gpt4_pair is in the same family as gpt-3.5-turbo, gpt-4 (openai)" in said
+    assert f"{involved:,} of its {len(decided):,} comparisons involve its own family" in said
+    rows = top.select("table.self-family-without tbody tr")
+    assert [r.select_one("td.model").get_text() for r in rows][0] == "claude-v1"

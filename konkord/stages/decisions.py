@@ -109,7 +109,8 @@ def cost_of(records: Iterable[Record], who: str, price: Price | None) -> CostFig
         calls=calls,
         tokens_in=tokens_in,
         tokens_out=tokens_out,
-        cost_usd=None if unknown else round(known, 6),
+        # nothing recorded (an import without answers) is unknown, not free
+        cost_usd=None if unknown or not calls else round(known, 6),
         known_cost_usd=round(known, 6),
         unknown_calls=unknown,
         median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
@@ -266,3 +267,42 @@ def decide(
         name = cascade_name(plan.first_pass, plan.strong, plan.accept_at)
         routes[name] = _cascade_route(pairs, name)
     return RunDecisions(routes, by_pair, pairs, name, dict(verdicts))
+
+
+@dataclass(frozen=True)
+class SelfFamily:
+    """A judge sharing a provider family with ranked models, and how much of its work it is."""
+
+    judge: str
+    family: str
+    models: tuple[str, ...]  # the ranked models of the judge's family
+    involved: int  # decided comparisons with one of them on either side
+    total: int  # all decided comparisons
+
+    def text(self) -> str:
+        """The sentence the ranking opens with."""
+        named = ", ".join(self.models)
+        return (
+            f"{self.judge} is in the same family as {named} ({self.family}): {self.involved:,} "
+            f"of its {self.total:,} comparisons involve its own family"
+        )
+
+
+def self_family(
+    judges: Sequence[str], models: Sequence[str], pairs: Iterable[PairKey]
+) -> list[SelfFamily]:
+    """The family rule over every (judge, ranked model) the run holds, whatever the source of
+    the verdicts (judged here or imported): `konkord judge` refuses such a judge up front, an
+    import cannot be refused, so its ranking must say it."""
+    from konkord.families import family_of
+
+    decided = list(pairs)
+    out = []
+    for judge in judges:
+        family = family_of(judge)
+        own = tuple(m for m in models if m == judge or family_of(m).name == family.name)
+        if not own:
+            continue
+        involved = sum(1 for _, a, b in decided if a in own or b in own)
+        out.append(SelfFamily(judge, family.name, own, involved, len(decided)))
+    return out

@@ -31,6 +31,7 @@ from konkord.stages.decisions_of import decisions_of
 from konkord.stages.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_digest
 from konkord.stages.judges import judge_panel
 from konkord.stages.methods import describe
+from konkord.stages.report_family import mark_self_family
 from konkord.stages.report_ranking import judge_block
 from konkord.stages.report_views import cost_line, pass_rates_block, task_views
 from konkord.stages.route_rows import route_rows
@@ -162,6 +163,12 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
+        deciders = (
+            [cascade.plan.first_pass, judge]
+            if cascade is not None and judge == cascade.plan.strong
+            else [judge]
+        )
+        mark_self_family(spec, log, block, deciders, combined, records, answers, options)
         if cascade is not None and judge == cascade.plan.strong:
             block.cascade = cascade_block(decisions, spec.prices, spec.name)
             route = decisions.routes[str(decisions.cascade_route)]

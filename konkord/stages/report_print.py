@@ -36,6 +36,8 @@ def format_cost(line: CostLine | None) -> str:
         return "n/a"
     if line.cost_usd is not None:
         return f"${line.cost_usd:.4f}"
+    if not line.known_cost_usd:
+        return "unknown"
     return f"${line.known_cost_usd:.4f} + unknown"
 
 
@@ -59,6 +61,16 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         console.print(f"  {selective_line(k)}")
     else:
         console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
+    for note in block.self_family:
+        console.print(f"  [bold]{note.text}[/bold]")
+    if block.self_family:
+        note = block.self_family[0]
+        console.print(f"  {note.without_note}")
+        for rating in note.ratings_without:
+            console.print(
+                f"    {_rank_range(rating.rank_best, rating.rank_worst, rating.rank):>5}  "
+                f"{rating.model}  {_interval(rating.win_rate_vs_field)}"
+            )
     table = Table(show_edge=False, pad_edge=False, box=None)
     for column in ("rank", "model", "rating", "win rate vs field [95%]", "cost"):
         table.add_column(column, justify="right" if column != "model" else "left")
