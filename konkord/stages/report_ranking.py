@@ -59,7 +59,7 @@ def judge_block(
     options: ReportOptions,
 ) -> R.JudgeBlock:
     from konkord import stats
-    from konkord.stats.floors import floored_intervals
+    from konkord.stats.gate import gate
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -94,8 +94,8 @@ def judge_block(
     boot = stats.bootstrap(
         comp, n_resamples=options.resamples, seed=options.seed, mode=options.unit
     )
-    intervals = floored_intervals(boot, comp)
-    ranking = stats.rank(boot, comp)
+    gated = gate(boot, comp)  # the one gate: floors and the exact sign test
+    intervals, ranking = gated.intervals, gated.ranking
     point = boot.point
 
     def iv(name: str, k: int, value: float) -> R.Interval:
