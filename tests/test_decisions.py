@@ -340,3 +340,38 @@ def test_imported_mtbench_ranking_names_its_self_family_judge(project: Path) -> 
     assert f"{involved:,} of its {len(decided):,} comparisons involve its own family" in said
     models = [cell.get_text() for cell in top.select("table.self-family-without td.model")]
     assert models[:1] == ["claude-v1"] and "gpt-4" not in models
+
+
+# ---- the audit sample, said and chosen ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("audit", "strong_calls"), [(0, 4), (1, 6), (None, 6)])
+def test_audit_n_accepted_pairs_are_judged_and_counted(
+    project: Path, openai_server: Any, audit: int | None, strong_calls: int
+) -> None:
+    """Three pairs: "sure" accepted, two escalated. The strong judge also judges N accepted
+    pairs (default: the label plan's n, 3 here), and the summary counts them by name."""
+    write_project(project, openai_server.url, label_n=3)
+    write_answers(resolve_run("demo"))
+    openai_server.responder = cascade_responder
+    args = ["judge", "--run", "demo"] + ([] if audit is None else ["--audit", str(audit)])
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 0, out.output
+    strong = [b for b in openai_server.requests if b["model"] == "strong-judge"]
+    assert len(strong) == strong_calls
+    audited = (strong_calls - 4) // 2
+    asked = 3 if audit is None else audit
+    said = " ".join(out.output.split())
+    assert f"judged 2 escalated + {audited} audited (of {asked} asked" in said
+
+
+def test_audit_in_runs_json(project: Path, openai_server: Any) -> None:
+    write_project(project, openai_server.url, label_n=3)
+    runs = json.loads((project / "runs.json").read_text())
+    runs["runs"][0]["cascade"]["audit"] = 0
+    (project / "runs.json").write_text(json.dumps(runs))
+    write_answers(resolve_run("demo"))
+    openai_server.responder = cascade_responder
+    out = CliRunner().invoke(cli, ["judge", "--run", "demo"])
+    assert out.exit_code == 0, out.output
+    assert len([b for b in openai_server.requests if b["model"] == "strong-judge"]) == 4

@@ -76,17 +76,28 @@ def check_first_pass(plan: CascadePlan, api_base: str | None) -> None:
         )
 
 
-def audit_pairs(spec: RunSpec, log: EvidenceLog) -> set[PairKey]:
-    """Pairs the strong judge judges whatever the first pass says: those labelled, and the
-    label plan's next `n` in its stratified order, so every label can compare both judges."""
+def audit_size(spec: RunSpec, plan: CascadePlan) -> int:
+    """How many accepted pairs the strong judge also judges: the plan's audit, else the label
+    plan's n."""
+    return spec.label_plan.n if plan.audit is None else plan.audit
+
+
+def audit_pairs(spec: RunSpec, log: EvidenceLog, accepted: set[PairKey], n: int) -> set[PairKey]:
+    """Pairs the strong judge judges although the first pass decided them: the first `n` of
+    the label plan's stratified order among the accepted pairs, and every labelled one, so
+    labels can compare the cascade with the strong judge alone on the same pairs."""
     from konkord.label.sample import pool_for_run, stratified_order
     from konkord.stages.current import current_labels
 
     pool = pool_for_run(spec, log)
-    planned = stratified_order(pool, spec.label_plan.seed)[: spec.label_plan.n]
-    keys = {(c.task_id, c.model_a, c.model_b) for c in planned}
-    keys |= {(str(r["task_id"]), str(r["model_a"]), str(r["model_b"])) for r in current_labels(log)}
-    return keys
+    ordered = [
+        (c.task_id, c.model_a, c.model_b) for c in stratified_order(pool, spec.label_plan.seed)
+    ]
+    keys = set([key for key in ordered if key in accepted][:n])
+    labelled = {
+        (str(r["task_id"]), str(r["model_a"]), str(r["model_b"])) for r in current_labels(log)
+    }
+    return keys | (labelled & accepted)
 
 
 def _first_pass_done(
@@ -244,7 +255,7 @@ def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
     accepted = {k for k, ok in zip(pairs.keys, pairs.accepted, strict=True) if ok}
     items, _ = _items(spec, log, (plan.strong,))
     every = {(i.task.id, i.model_a, i.model_b) for i in items}
-    return (every - accepted) | (audit_pairs(spec, log) & every)
+    return (every - accepted) | (audit_pairs(spec, log, accepted, audit_size(spec, plan)) & every)
 
 
 def cascade_for(spec: RunSpec, judge: str) -> CascadePlan | None:
@@ -318,10 +329,17 @@ def cascade_lines(spec: RunSpec, plan: CascadePlan) -> list[str]:
         return ["cascade: the first pass has no pair judged in both orders yet"]
     deciders = Counter(pairs.decided_by(i) for i in range(total))
     share = deciders["first_pass"] / total
+    audited = sum(
+        1
+        for i, key in enumerate(pairs.keys)
+        if pairs.accepted[i] and (v := pairs.strong.get(key)) is not None and v.complete
+    )
     line = (
         f"cascade at {plan.accept_at:g}: first pass {plan.first_pass} decided "
-        f"{deciders['first_pass']} of {total} pairs ({share:.0%}); escalated to "
-        f"{plan.strong}: {total - deciders['first_pass']}"
+        f"{deciders['first_pass']} of {total} pairs ({share:.0%}); the strong judge "
+        f"{plan.strong} judged {total - deciders['first_pass']} escalated + {audited} audited "
+        f"(of {audit_size(spec, plan)} asked: pairs the first pass decided, judged again so "
+        "labels can compare the two)"
     )
     if deciders["pending"]:
         line += f" ({deciders['pending']} still to judge)"

@@ -31,6 +31,7 @@ class CascadePlan:
     strong: str
     accept_at: float
     confidence: str = "logprobs"
+    audit: int | None = None  # accepted pairs the strong judge also judges; None: label plan n
 
     @property
     def samples(self) -> int | None:
@@ -49,7 +50,7 @@ def plan_of(spec: RunSpec, accept_at: float | None = None) -> CascadePlan | None
     if strong is None:
         return None
     threshold = cascade.accept_at if accept_at is None else accept_at
-    return CascadePlan(cascade.first_pass, strong, threshold, cascade.confidence)
+    return CascadePlan(cascade.first_pass, strong, threshold, cascade.confidence, cascade.audit)
 
 
 def cascade_of(
