@@ -237,6 +237,15 @@ def test_results_say_who_decided_and_keep_the_lean_small(run: RunSpec) -> None:
             seen[task.id] = (comparison.cascade.decided_by, comparison.cascade.lean)
     assert seen["sure"] == ("first_pass", "openai/model-a")
     assert seen["disagree"] == ("strong", "openai/model-b")  # the lean was wrong: escalated
+    shown = {
+        task.id: c.cascade.orders_text
+        for task in results.tasks
+        for c in task.comparisons
+        if c.cascade is not None
+    }
+    assert shown["disagree"] == (
+        "order 1: Answer 2 at 0.99; swapped: Answer 2 at 0.48; orders disagree"
+    )
 
 
 def test_a_first_pass_without_logprobs_is_refused_unless_sampled() -> None:

@@ -243,7 +243,7 @@ def calibrate_run(
         block.calibration = calibration
         describe(block, results.suite.task_count)
         out[block.judge] = calibration
-        for line in format_calibration(block.judge, calibration):
+        for line in format_calibration(block.route_name, calibration):
             echo(line)
         for line in format_cascade(block.cascade) if block.cascade is not None else []:
             echo(line)

@@ -27,8 +27,8 @@ def _cost(value: float | None) -> str:
 def format_cascade(block: R.CascadeBlock) -> list[str]:
     """The cascade's figures as lines for a terminal (under 100 columns)."""
     lines = [
-        f"cascade {block.route or block.first_pass}: first pass {block.first_pass} in front "
-        f"of {block.strong}",
+        f"cascade {block.route or block.first_pass}: first pass {block.first_pass}",
+        f"  strong judge {block.strong}",
         f"  accept at {block.accept_at:g} (confidence from {block.confidence}): the first pass "
         f"decided {block.decided_first_pass} of {block.pairs} pairs, the strong judge "
         f"{block.decided_strong}" + (f", {block.pending} pending" if block.pending else ""),
