@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from konkord import results as R
-from konkord.stages.decisions import short_name
 
 PANEL = "panel (all judges pooled)"
 
@@ -120,7 +119,7 @@ def judge_table(results: R.Results) -> JudgeTable:
                 note=(
                     f"a cascade: first pass {block.cascade.first_pass} decided "
                     f"{block.cascade.decided_first_pass} of {block.cascade.pairs} pairs, "
-                    f"{short_name(block.cascade.strong)} the rest"
+                    "the strong judge the rest"
                     if block.cascade
                     else None
                 ),
