@@ -15,16 +15,16 @@ from test_cascade import CHEAP, STRONG, cascade, write_answers, write_project
 from test_cascade import responder as cascade_responder
 
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.results import Results, read_results
-from konkord.runs_config import Price
-from konkord.runspec import RunSpec, resolve_run
-from konkord.stages.cascade_view import CascadePlan
+from konkord.configuration.runs_config import Price
+from konkord.configuration.runspec import RunSpec, resolve_run
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.results.judges_table import judge_table
+from konkord.results.schema import Results, read_results
 from konkord.stages.decisions import call_cost, cascade_name, cost_of, decide
-from konkord.stages.judges_print import format_judge_table
-from konkord.stages.judges_table import judge_table
-from konkord.stages.report import build_results
-from konkord.stages.report_ranking import ReportOptions
+from konkord.stages.judge.cascade_view import CascadePlan
+from konkord.stages.report.judges_print import format_judge_table
+from konkord.stages.report.report import build_results
+from konkord.stages.report.report_ranking import ReportOptions
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = "demo-support-replies"

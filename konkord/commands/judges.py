@@ -20,15 +20,15 @@ def judges(run_name: str) -> None:
     results/<run>.json, computing it first (as `konkord report` would) where
     it is missing or older than the judge table. Calls no model.
     """
-    from konkord.results import read_results, write_results
-    from konkord.runspec import resolve_run
-    from konkord.stages.judges_print import format_judge_table
-    from konkord.stages.judges_table import judge_table
+    from konkord.configuration.runspec import resolve_run
+    from konkord.results.judges_table import judge_table
+    from konkord.results.schema import read_results, write_results
+    from konkord.stages.report.judges_print import format_judge_table
 
     spec = resolve_run(run_name)
     results = read_results(spec.results_path) if spec.results_path.exists() else None
     if results is None or results.judge_panel is None:
-        from konkord.stages.report import ReportOptions, build_results
+        from konkord.stages.report.report import ReportOptions, build_results
 
         why = "no" if results is None else "an older"
         click.echo(

@@ -21,12 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from konkord.evidence import Record
-from konkord.runs_config import Price
-from konkord.verdicts import CombinedVerdict, combine_verdicts
+from konkord.configuration.runs_config import Price
+from konkord.evidence.log import Record
+from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts
 
 if TYPE_CHECKING:  # numpy stays out of the light readers (the judges table, the site)
-    from konkord.stages.cascade_view import CascadePairs, CascadePlan
+    from konkord.stages.judge.cascade_view import CascadePairs, CascadePlan
 
 PairKey = tuple[str, str, str]  # task_id, model_a, model_b
 
@@ -259,7 +259,7 @@ def decide(
     )
     pairs = name = None
     if plan is not None:
-        from konkord.stages.cascade_view import pairs_from_records
+        from konkord.stages.judge.cascade_view import pairs_from_records
 
         pairs = pairs_from_records(
             models, plan, verdicts.get(plan.first_pass, []), verdicts.get(plan.strong, [])
@@ -294,7 +294,7 @@ def self_family(
     """The family rule over every (judge, ranked model) the run holds, whatever the source of
     the verdicts (judged here or imported): `konkord judge` refuses such a judge up front, an
     import cannot be refused, so its ranking must say it."""
-    from konkord.families import family_of
+    from konkord.providers.families import family_of
 
     decided = list(pairs)
     out = []

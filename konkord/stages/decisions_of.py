@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from konkord.evidence import EvidenceLog, Record
-from konkord.runspec import RunSpec
-from konkord.stages.cascade_view import plan_of
+from konkord.configuration.runspec import RunSpec
+from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdicts import judges_in_log, load_verdicts
 from konkord.stages.decisions import RunDecisions, decide
-from konkord.verdicts import judges_in_log, load_verdicts
+from konkord.stages.judge.cascade_view import plan_of
 
 
 def decisions_of(
