@@ -375,3 +375,18 @@ def test_audit_in_runs_json(project: Path, openai_server: Any) -> None:
     out = CliRunner().invoke(cli, ["judge", "--run", "demo"])
     assert out.exit_code == 0, out.output
     assert len([b for b in openai_server.requests if b["model"] == "strong-judge"]) == 4
+
+
+def test_report_prints_the_selective_accuracy_line(project: Path) -> None:
+    for folder in ("suites", f"runs/{DEMO}"):
+        shutil.copytree(REPO / folder, project / folder)
+    shutil.copy(REPO / "runs.json", project / "runs.json")
+    out = CliRunner().invoke(cli, ["report", "--run", DEMO, "--resamples", "20"])
+    assert out.exit_code == 0, out.output
+    said = " ".join(out.output.split())
+    assert "cascade quick -> steward at 0.8 agreement with people 83.3%" in said
+    # the 0.80 row of the selective table, recounted in test_cascade_demo from the evidence
+    assert (
+        "selective accuracy at 0.8: the first pass decides 52 of 144 pairs; agreement with "
+        "people there 81.5%" in said
+    )
