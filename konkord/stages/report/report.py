@@ -15,7 +15,7 @@ from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, judges_in_log
-from konkord.providers.llm import is_offline_model
+from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.calibrate.methods import describe
