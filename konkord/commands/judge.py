@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from konkord.commands.inputs import COUNT, MAX_TOKENS, RUN_NAME, finite
 from konkord.commands.large_run_options import (
     batch_status,
     large_run_options,
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.option(
-    "--run", "run_name", required=True, help="Run name (in runs.json, or started by `konkord run`)."
+    "--run", "run_name", type=RUN_NAME, required=True, help="Run name (in runs.json, or started by `konkord run`)."
 )
 @click.option(
     "--judge",
@@ -28,9 +29,10 @@ if TYPE_CHECKING:
     multiple=True,
     help="Judge model (litellm name); repeat for a panel. Default: the run's judges in runs.json.",
 )
-@click.option("--concurrency", default=8, show_default=True, help="Parallel judge calls.")
+@click.option("--concurrency", type=COUNT, default=8, show_default=True, help="Parallel judge calls.")
 @click.option(
     "--max-tokens",
+    type=MAX_TOKENS,
     default=8192,
     show_default=True,
     help="Output token cap per judge call (a reasoning judge on a tight cap spends it thinking).",
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--accept-at",
-    type=click.FloatRange(0.5, 1.0),
+    type=finite(0.5, 1.0),
     help="Averaged confidence at which the first pass decides a pair [default: 0.8].",
 )
 @click.option(
@@ -88,8 +90,6 @@ def judge(
     from konkord.providers.model_names import check_model_names
     from konkord.stages.judge.judge import judge_run, planned_calls, preflight, summary_lines
 
-    if max_tokens <= 0:
-        raise KonkordError("--max-tokens must be a positive number of tokens")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
     named = (*chosen, *([first_pass] if first_pass else []))
