@@ -55,6 +55,12 @@ if TYPE_CHECKING:
     help="Where the first pass's confidence comes from: logprobs (of the verdict token) or "
     "samples:N (vote share of N calls per order at temperature 1) [default: logprobs].",
 )
+@click.option(
+    "--audit",
+    type=click.IntRange(min=0),
+    help="Pairs the first pass decided that the strong judge judges too, so labels can compare "
+    "the cascade with the strong judge alone [default: the run's, else the label plan's n].",
+)
 @large_run_options
 def judge(
     run_name: str,
@@ -65,6 +71,7 @@ def judge(
     first_pass: str | None,
     accept_at: float | None,
     confidence: str | None,
+    audit: int | None,
     batch: bool,
     dry_run: bool,
     max_cost: float | None,
@@ -97,7 +104,7 @@ def judge(
 
     if not dry_run:  # one writer for the whole command: the cascade's run.json and every call
         click.get_current_context().with_resource(run_lock(spec.run_dir, "judge"))
-    plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)
+    plan = cascade_plan(spec, judges, first_pass, accept_at, confidence, audit)
     if plan is not None:
         if batch or dry_run or max_cost is not None:
             raise KonkordError(

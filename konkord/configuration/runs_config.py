@@ -85,6 +85,12 @@ class Cascade(BaseModel):
     strong: str | None = Field(default=None, description="Default: the run's first judge.")
     accept_at: float = Field(default=0.8, ge=0.5, le=1.0)
     confidence: str = "logprobs"
+    audit: int | None = Field(
+        default=None,
+        ge=0,
+        description="Pairs the first pass decided that the strong judge also judges, so labels "
+        "can compare the two on the same pairs. Default: the label plan's n.",
+    )
 
     @field_validator("confidence")
     @classmethod
