@@ -390,3 +390,23 @@ def test_report_prints_the_selective_accuracy_line(project: Path) -> None:
         "selective accuracy at 0.8: the first pass decides 52 of 144 pairs; agreement with "
         "people there 81.5%" in said
     )
+
+
+def test_dry_run_counts_the_strong_judges_calls_by_name(
+    project: Path, openai_server: Any
+) -> None:
+    write_project(project, openai_server.url, label_n=3)
+    write_answers(resolve_run("demo"))
+    openai_server.responder = cascade_responder
+    fresh = CliRunner().invoke(cli, ["judge", "--run", "demo", "--dry-run"])
+    assert fresh.exit_code == 0, fresh.output
+    said = " ".join(fresh.output.split())
+    assert "3 escalated + 0 audited pairs still to judge" in said  # before the first pass
+    assert openai_server.requests == []  # a dry run calls nothing
+    out = CliRunner().invoke(cli, ["judge", "--run", "demo", "--audit", "0"])
+    assert out.exit_code == 0, out.output
+    more = CliRunner().invoke(cli, ["judge", "--run", "demo", "--dry-run", "--audit", "1"])
+    assert more.exit_code == 0, more.output
+    said = " ".join(more.output.split())
+    assert "0 escalated + 1 audited pairs still to judge" in said
+    assert "audit: 1 pairs the first pass decided" in said
