@@ -38,6 +38,7 @@ from konkord.results_judging import (
     Positional,
     SelectiveRow,
 )
+from konkord.results_style import StyleCoefficient, StyleControl, StyleFitSide, StyleRating
 from konkord.results_tasks import (
     AnswerView,
     CheckView,
@@ -48,7 +49,8 @@ from konkord.results_tasks import (
     TaskView,
 )
 
-# The schema is split by what it describes (results_base, results_judging, results_tasks);
+# The schema is split by what it describes (results_base, results_judging, results_style,
+# results_tasks);
 # every model is importable from here, as before.
 __all__ = [
     "SCHEMA_VERSION",
@@ -90,6 +92,10 @@ __all__ = [
     "Results",
     "SelectiveRow",
     "Strict",
+    "StyleCoefficient",
+    "StyleControl",
+    "StyleFitSide",
+    "StyleRating",
     "SuiteInfo",
     "TaskMean",
     "TaskView",
@@ -182,6 +188,10 @@ class JudgeBlock(Strict):
     calibration: Calibration = Calibration(status="uncalibrated")
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None
+    style: StyleControl | None = Field(
+        default=None,
+        description="The style-controlled ranking and coefficients; None when switched off.",
+    )
 
 
 class CostLine(Strict):

@@ -40,6 +40,8 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
     """A hash of everything a results file is computed from, to tell when it is stale."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
+    if not spec.style_control:  # switching it off drops a block from the results
+        digest.update(b"|style_control=off")
     digest.update(spec.suite.model_dump_json().encode())
     if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
         digest.update(spec.cascade.model_dump_json().encode())

@@ -31,6 +31,7 @@ from konkord.stages.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_di
 from konkord.stages.judges import judge_panel
 from konkord.stages.methods import describe
 from konkord.stages.report_ranking import judge_block
+from konkord.stages.report_style import answer_features, style_block
 from konkord.stages.report_views import cost_line, pass_rates_block, task_views
 from konkord.verdicts import CombinedVerdict, combine_verdicts, judges_in_log, load_verdicts
 
@@ -139,6 +140,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
     cascade = None if plan is None else cascade_pairs(spec, log, plan, shas)
     if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
         judges = [j for j in judges if j != plan.first_pass]
+    features = answer_features(answers) if spec.style_control else {}
     blocks = []
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     cost = [
@@ -156,6 +158,9 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
+        block.style = style_block(
+            spec, block, [c for c in combined if c.complete], labels, features, options
+        )
         if cascade is not None and judge == cascade.plan.strong:
             block.cascade = cascade_block(cascade, labels, spec.prices)
             records = load_verdicts(log, judge, answer_shas=shas)
@@ -163,7 +168,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records))
     suite = spec.suite
-    tasks = task_views(spec, answers, combined_by_judge, labels, checks)
+    tasks = task_views(spec, answers, combined_by_judge, labels, checks, features)
     if cascade is not None:
         mark_comparisons(tasks, cascade)
     return R.Results(
