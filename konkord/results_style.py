@@ -53,7 +53,8 @@ class StyleFitSide(Strict):
 class StyleControl(Strict):
     """Style control for one judge: its style-controlled ranking and coefficients, people's."""
 
-    features: list[str]
+    features: list[str] = Field(description="The features fitted (those some pair differs in).")
+    feature_rules: list[str] = Field(default=[], description="How each feature is counted.")
     judge: StyleFitSide
     people: StyleFitSide | None = None
     coefficients: list[StyleCoefficient]

@@ -22,7 +22,7 @@ from konkord.evidence import Record
 from konkord.runspec import RunSpec
 from konkord.stages.current import interval
 from konkord.stages.freshness import ReportOptions
-from konkord.stats.style_features import FEATURE_WORDS, FEATURES
+from konkord.stats.style_features import FEATURE_RULES, FEATURE_WORDS, FEATURES
 from konkord.verdicts import CombinedVerdict
 
 if TYPE_CHECKING:
@@ -261,6 +261,7 @@ def style_block(
         summary += " This judge rewards length more than people do."
     return R.StyleControl(
         features=active,
+        feature_rules=[FEATURE_RULES[name] for name in FEATURES],
         judge=judge_side,
         people=people_side,
         coefficients=coefficients,

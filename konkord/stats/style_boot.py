@@ -27,7 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from .batchfit import task_scores
 from .bt import (
@@ -75,7 +74,7 @@ class StyleBootstrap:
 
 
 def _solve(info: FloatArray, rhs: FloatArray) -> FloatArray:
-    out: FloatArray = np.linalg.solve(info, rhs[..., None])[..., 0]
+    out: FloatArray = np.asarray(np.linalg.solve(info, rhs[..., None])[..., 0], dtype=np.float64)
     return out
 
 

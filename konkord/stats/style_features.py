@@ -36,6 +36,15 @@ FEATURE_WORDS: dict[str, str] = {
     "bold": "bold spans",
     "code_blocks": "code blocks",
 }
+FEATURE_RULES: dict[str, str] = {
+    "tokens": "length in tokens: each run of letters or digits is one token, and so is each "
+    "other non-space character (a fixed rule, not a model's tokenizer)",
+    "headers": "Markdown headers: lines starting with one to six # and a space",
+    "list_items": "list items: lines starting with -, * or + and a space, or a number and . or )",
+    "bold": "bold spans: **bold** and __bold__",
+    "code_blocks": "code blocks: fenced blocks of ``` or ~~~ (lines inside them count for "
+    "nothing else)",
+}
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S")
