@@ -116,22 +116,35 @@ def style_data(comp: Comparisons, covariates: npt.ArrayLike) -> StyleData:
 
 
 def task_terms(
-    data: StyleData, beta: FloatArray, gamma: FloatArray, curvature: bool = True
+    data: StyleData,
+    beta: FloatArray,
+    gamma: FloatArray,
+    curvature: bool = True,
+    per_task: bool = True,
 ) -> tuple[FloatArray, FloatArray | None]:
     """Per-task gradient (T, P) of the log-likelihood at (beta, gamma), and per-task minus
-    Hessian (T, P, P) when `curvature`; P = M + K, parameters in that order. No prior."""
+    Hessian (T, P, P) when `curvature`; P = M + K, parameters in that order. No prior.
+    With `per_task=False`, their sums over tasks instead ((1, P) and (1, P, P)): what a fit
+    needs, at a fraction of the cost."""
     edge = data.edge()
-    eta = (beta[data.lo] - beta[data.hi])[None, :] + data.x @ gamma
+    n_units, n_slots = data.score.shape
+    m, k = data.n_models, data.n_features
+    x_flat = data.x.reshape(n_units * n_slots, k)
+    eta = (beta[data.lo] - beta[data.hi])[None, :] + (x_flat @ gamma).reshape(n_units, n_slots)
     p = expit(eta)
     resid = data.mask * (data.score - p)
-    m, k = data.n_models, data.n_features
-    grad = np.empty((resid.shape[0], m + k))
-    grad[:, :m] = resid @ edge
-    grad[:, m:] = (resid[:, None, :] @ data.x)[:, 0, :]
+    rows = n_units if per_task else 1
+    grad = np.empty((rows, m + k))
+    if per_task:
+        grad[:, :m] = resid @ edge
+        grad[:, m:] = (resid[:, None, :] @ data.x)[:, 0, :]
+    else:
+        grad[0, :m] = resid.sum(axis=0) @ edge
+        grad[0, m:] = resid.reshape(-1) @ x_flat
     if not curvature:
         return grad, None
     v = data.mask * p * (1.0 - p)
-    info = np.zeros((resid.shape[0], m + k, m + k))
+    info = np.zeros((rows, m + k, m + k))
     # beta-beta: a Laplacian per task from the slots' weights
     lap = np.zeros((data.lo.size, m * m))
     s = np.arange(data.lo.size)
@@ -139,12 +152,18 @@ def task_terms(
     lap[s, data.hi * m + data.hi] += 1.0
     lap[s, data.lo * m + data.hi] -= 1.0
     lap[s, data.hi * m + data.lo] -= 1.0
-    info[:, :m, :m] = (v @ lap).reshape(-1, m, m)
-    vx = np.swapaxes(v[:, :, None] * data.x, 1, 2)  # (T, K, S)
-    cross = vx @ edge  # (T, K, M)
+    if per_task:
+        info[:, :m, :m] = (v @ lap).reshape(-1, m, m)
+        vx = np.swapaxes(v[:, :, None] * data.x, 1, 2)  # (T, K, S)
+        cross = vx @ edge  # (T, K, M)
+        info[:, m:, m:] = vx @ data.x
+    else:
+        info[0, :m, :m] = (v.sum(axis=0) @ lap).reshape(m, m)
+        vx_flat = v.reshape(-1, 1) * x_flat  # (T S, K)
+        cross = (vx_flat.reshape(n_units, n_slots, k).sum(axis=0).T @ edge)[None]
+        info[0, m:, m:] = vx_flat.T @ x_flat
     info[:, m:, :m] = cross
     info[:, :m, m:] = np.swapaxes(cross, 1, 2)
-    info[:, m:, m:] = vx @ data.x
     return grad, info
 
 
@@ -198,7 +217,7 @@ def fit_style_bt(
     theta = np.zeros(m + k)
 
     def terms(th: FloatArray, curv: bool) -> tuple[FloatArray, FloatArray | None]:
-        g_task, h_task = task_terms(data, th[:m], th[m:], curv)
+        g_task, h_task = task_terms(data, th[:m], th[m:], curv, per_task=False)
         g_prior, h_prior = prior_terms(th[:m], th[m:], prior)
         grad = g_task.sum(axis=0) + g_prior
         return grad, None if h_task is None else h_task.sum(axis=0) + h_prior
