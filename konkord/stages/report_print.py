@@ -129,7 +129,12 @@ def _style(console: Console, block: JudgeBlock) -> None:
     for text in style.judge.claims:
         console.print(f"  - {text}", markup=False)
     for coef in style.coefficients:
-        console.print(f"  style {coef.feature}: {coef.text}", markup=False)
+        if coef.judge is not None:
+            console.print(f"  style {coef.feature}: {coef.text}", markup=False)
+    unmeasured = [c.description for c in style.coefficients if c.judge is None]
+    if unmeasured:
+        console.print(f"  style not estimated (no judged pair differs in it): "
+                      f"{', '.join(unmeasured)}", markup=False)
     if style.people is not None and style.people.status != "fitted":
         console.print(f"  {style.people.summary}", markup=False)
 

@@ -112,15 +112,22 @@ def style_coverage_study(
     strength: npt.ArrayLike | None = None,
     spread: float = 1.0,
     tie_rate: float = 0.0,
+    verbosity_slope: float = 0.5,
 ) -> StyleCoverage:
-    """Simulate `n_fields` runs and fit both rankings to each (the report's intervals)."""
+    """Simulate `n_fields` runs and fit both rankings to each (the report's intervals).
+    Each model's log-length offset is -verbosity_slope * beta (0: length unrelated to
+    quality)."""
     rng = np.random.default_rng([seed, 27])
     plain_hits = controlled_hits = plain_all = controlled_all = coef_hits = changed = 0
     plain_false = controlled_false = plain_claims = controlled_claims = 0
     coefficients = []
     for field_number in range(n_fields):
-        field = simulate_length_biased_field(n_models, n_tasks, coefficient, rng, strength,
-                                             spread, tie_rate=tie_rate)
+        beta = (np.linspace(spread / 2, -spread / 2, n_models) if strength is None
+                else np.asarray(strength, dtype=np.float64))
+        field = simulate_length_biased_field(
+            n_models, n_tasks, coefficient, rng, beta, spread,
+            verbosity=-verbosity_slope * (beta - beta.mean()), tie_rate=tie_rate,
+        )
         truth = field.people_win_rate
         plain = bootstrap(field.comp, n_resamples=resamples, seed=field_number)
         plain_iv = floored_intervals(plain, field.comp)["expected_win_rate"]
