@@ -14,12 +14,12 @@ from click.testing import CliRunner
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog
-from konkord.label.labels import record_label
-from konkord.label.sample import Comparison
-from konkord.runspec import resolve_run
+from konkord.configuration.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog
 from konkord.site.judges_page import length_above_people
-from konkord.stages.report import ReportOptions, build_results
+from konkord.stages.label.labels import record_label
+from konkord.stages.label.sample import Comparison
+from konkord.stages.report.report import ReportOptions, build_results
 
 FAST = ReportOptions(resamples=200, seed=1)
 MODELS = ["m/a", "m/b", "m/c"]
@@ -119,7 +119,7 @@ def test_the_site_shows_the_column_the_plot_the_method_and_names_the_judge(
     from bs4 import BeautifulSoup
     from fixtures_site import write_project
 
-    from konkord.stages.build import build_site
+    from konkord.stages.build.build import build_site
 
     _length_run(project)
     results = build_results(resolve_run("r"), FAST)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from markupsafe import Markup, escape
 
-from konkord.results import Interval, StyleCoefficient
+from konkord.results.schema import Interval, StyleCoefficient
 from konkord.site.svg import FOREST_PAD, FOREST_WIDTH
 
 ROW_HEIGHT = 50
