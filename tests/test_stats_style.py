@@ -202,3 +202,24 @@ def test_one_step_jackknife_is_close_to_leaving_a_task_out() -> None:
         exact = fit_style_bt(style_data(sub, x[keep])).coefficients[0]
         approx = boot.coefficient_jackknife[t, 0]
         assert abs(approx - exact) < 0.05 * abs(exact - point) + 1e-6
+
+
+def test_a_near_separated_field_stays_finite_and_every_resample_is_its_own_fit() -> None:
+    # Model 2 wins every comparison: only the prior keeps it finite, the curvature at the
+    # point estimate is far from a resample's own, and such resamples are fitted afresh.
+    rng = np.random.default_rng(4)
+    n_tasks = 20
+    a, b = np.triu_indices(3, 1)
+    task = np.repeat(np.arange(n_tasks), 3)
+    i, j = np.tile(a, n_tasks), np.tile(b, n_tasks)
+    score = np.where(j == 2, 0.0, rng.integers(0, 2, task.size).astype(float))
+    x = rng.uniform(-1, 1, (task.size, 1))
+    data = style_data(comparisons(task, i, j, score, 3, n_tasks), x)
+    boot = style_bootstrap(data, n_resamples=30, seed=2)
+    assert np.all(np.isfinite(boot.bootstrap.log_strength))
+    assert boot.bootstrap.n_converged == 30
+    weights = task_weights(n_tasks, 30, 2).astype(float)
+    for k in (0, 11, 29):
+        own = fit_style_bt(data, weights=weights[k])
+        np.testing.assert_allclose(boot.bootstrap.log_strength[k], own.fit.log_strength,
+                                   atol=2e-5)

@@ -13,7 +13,9 @@ the fits cannot be batched as in `newton.py`; instead:
   parameter moves by `tol` (1e-5 in log-odds; the draw is then within about 1e-6 of its
   optimum, far below the digits any interval is printed with). The optimum is the resample's own, as in the plain fit; only the path to it differs
   (a fixed curvature converges linearly, at a rate set by how far a resample moves from the
-  point estimate: three gradient passes at 1,000 tasks).
+  point estimate: three gradient passes at 1,000 tasks). A resample whose step stops
+  shrinking (one far from the point estimate, as when a model wins nearly everything) is
+  fitted from scratch by the point fit's own Newton method with step halving.
 
 The jackknife that BCa's acceleration needs is the one-step approximation: each task left
 out moves the estimate by one Newton step from the point estimate, with the curvature of the
@@ -32,6 +34,7 @@ import numpy as np
 from .batchfit import task_scores
 from .bt import (
     DEFAULT_PRIOR,
+    DEFAULT_TOL,
     FloatArray,
     expected_win_rate,
     raw_win_rate,
@@ -73,6 +76,14 @@ class StyleBootstrap:
         return self.bootstrap.interval(
             self.style.coefficients, self.coefficients, self.coefficient_jackknife, level
         )
+
+
+def _converged(data: StyleData, theta: FloatArray, weights: FloatArray, prior: float) -> bool:
+    """Whether a resample's own fit reached the plain fit's gradient tolerance."""
+    m = data.n_models
+    g_task, _ = task_terms(data, theta[:m], theta[m:], False, per_task=False, weights=weights)
+    g_prior, _ = prior_terms(theta[:m], theta[m:], prior)
+    return bool(np.linalg.norm(g_task[0] + g_prior) < DEFAULT_TOL * 1e3)
 
 
 def _solve(info: FloatArray, rhs: FloatArray) -> FloatArray:
@@ -152,10 +163,13 @@ def style_bootstrap(
         list(task_weight_batches(n_units, n_resamples, seed, max(1, n_resamples)))
     ).astype(np.float64) if n_resamples else np.zeros((0, n_units))
     info = (weights @ h_flat).reshape(-1, n_params, n_params) + h_prior
-    theta = theta_hat + _solve(info, weights @ g_task + g_prior)
+    first = _solve(info, weights @ g_task + g_prior)
+    theta = theta_hat + first
     iterations = np.ones(n_resamples, dtype=np.int64)
     n_workers = max(1, min(4, os.cpu_count() or 1) if workers is None else workers)
     active = np.arange(n_resamples)
+    last = np.abs(first).max(axis=1, initial=0.0)  # each resample's last step: largest move
+    refit: list[int] = []  # resamples the fixed curvature does not bring home
     with single_threaded_blas(), ThreadPoolExecutor(max_workers=n_workers) as pool:
         for _ in range(max_iter):
             if active.size == 0:
@@ -165,9 +179,24 @@ def style_bootstrap(
                 pool.map(lambda idx: _gradients(sub, theta[idx], weights[idx], prior), parts)
             )
             step = _solve(info[active], np.concatenate(grads))
+            size = np.abs(step).max(axis=1)
+            # A step that does not shrink means the curvature at the point estimate is too
+            # far from this resample's own (a near-separated resample): fit it from scratch.
+            growing = ~(size < last[active]) & ~(size < tol)
+            refit += active[growing].tolist()
+            keep = ~growing
+            active, step, size = active[keep], step[keep], size[keep]
             theta[active] += step
+            last[active] = size
             iterations[active] += 1
-            active = active[np.abs(step).max(axis=1) >= tol]
+            active = active[size >= tol]
+    refit += active.tolist()
+    for b in refit:
+        own = fit_style_bt(sub, prior=prior, weights=weights[b], init=theta_hat)
+        theta[b] = np.concatenate([own.fit.log_strength, own.coefficients])
+        iterations[b] += own.fit.iterations
+    active = np.array([b for b in refit if not _converged(sub, theta[b], weights[b], prior)],
+                      dtype=np.int64)
     converged = n_resamples - active.size
     beta = theta[:, :m] - theta[:, :m].mean(axis=1, keepdims=True)
     # One-step jackknife: leave each task out of the full data's curvature and gradient.

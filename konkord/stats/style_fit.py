@@ -121,18 +121,21 @@ def task_terms(
     gamma: FloatArray,
     curvature: bool = True,
     per_task: bool = True,
+    weights: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray | None]:
     """Per-task gradient (T, P) of the log-likelihood at (beta, gamma), and per-task minus
     Hessian (T, P, P) when `curvature`; P = M + K, parameters in that order. No prior.
     With `per_task=False`, their sums over tasks instead ((1, P) and (1, P, P)): what a fit
-    needs, at a fraction of the cost."""
+    needs, at a fraction of the cost. `weights` (T,) counts each task that many times (a
+    bootstrap resample)."""
     edge = data.edge()
     n_units, n_slots = data.score.shape
     m, k = data.n_models, data.n_features
     x_flat = data.x.reshape(n_units * n_slots, k)
     eta = (beta[data.lo] - beta[data.hi])[None, :] + (x_flat @ gamma).reshape(n_units, n_slots)
     p = expit(eta)
-    resid = data.mask * (data.score - p)
+    mask = data.mask if weights is None else data.mask * weights[:, None]
+    resid = mask * (data.score - p)
     rows = n_units if per_task else 1
     grad = np.empty((rows, m + k))
     if per_task:
@@ -143,7 +146,7 @@ def task_terms(
         grad[0, m:] = resid.reshape(-1) @ x_flat
     if not curvature:
         return grad, None
-    v = data.mask * p * (1.0 - p)
+    v = mask * p * (1.0 - p)
     info = np.zeros((rows, m + k, m + k))
     # beta-beta: a Laplacian per task from the slots' weights
     lap = np.zeros((data.lo.size, m * m))
@@ -209,15 +212,18 @@ def fit_style_bt(
     prior: float = DEFAULT_PRIOR,
     tol: float = DEFAULT_TOL,
     max_iter: int = DEFAULT_MAX_ITER,
+    weights: FloatArray | None = None,
+    init: FloatArray | None = None,
 ) -> StyleFit:
-    """Fit beta and gamma by Newton's method with step halving on the gradient norm."""
+    """Fit beta and gamma by Newton's method with step halving on the gradient norm;
+    `weights` (T,) counts each task that many times, `init` (M + K,) starts the fit."""
     if prior < 0.0:
         raise ValueError(f"prior must be >= 0, got {prior}")
     m, k = data.n_models, data.n_features
-    theta = np.zeros(m + k)
+    theta = np.zeros(m + k) if init is None else np.array(init, dtype=np.float64)
 
     def terms(th: FloatArray, curv: bool) -> tuple[FloatArray, FloatArray | None]:
-        g_task, h_task = task_terms(data, th[:m], th[m:], curv, per_task=False)
+        g_task, h_task = task_terms(data, th[:m], th[m:], curv, per_task=False, weights=weights)
         g_prior, h_prior = prior_terms(th[:m], th[m:], prior)
         grad = g_task.sum(axis=0) + g_prior
         return grad, None if h_task is None else h_task.sum(axis=0) + h_prior

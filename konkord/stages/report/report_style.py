@@ -97,6 +97,8 @@ def _fit(
     x = normalised_difference(first, second)
     if active is None:
         active = [name for k, name in enumerate(FEATURES) if np.any(x[:, k] != 0.0)]
+    if not active:
+        return None, []
     x = x[:, [FEATURES.index(name) for name in active]]
     comp = stats.comparisons(
         [task_index[t] for t, _, _, _ in kept],
@@ -183,7 +185,8 @@ def style_block(
     options: ReportOptions,
 ) -> R.StyleControl | None:
     """The style-control block of one judge; None when no judged pair has both answers' text
-    (an imported run without answers) or the run switched style control off."""
+    (an imported run without answers), no pair differs in any feature (nothing to take out)
+    or the run switched style control off."""
     from konkord.stats.resample import bootstrap_interval
 
     if not spec.style_control:
