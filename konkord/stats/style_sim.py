@@ -19,8 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .bt import Comparisons, FloatArray, ModelVector, comparisons, expected_win_rate
-from .floors import floored_intervals
-from .ranking import rank
+from .gate import gate
 from .resample import bootstrap
 from .style_boot import style_bootstrap
 from .style_features import normalised_difference
@@ -130,10 +129,11 @@ def style_coverage_study(
         )
         truth = field.people_win_rate
         plain = bootstrap(field.comp, n_resamples=resamples, seed=field_number)
-        plain_iv = floored_intervals(plain, field.comp)["expected_win_rate"]
         styled = style_bootstrap(style_data(field.comp, field.covariates),
                                  n_resamples=resamples, seed=field_number)
-        styled_iv = floored_intervals(styled.bootstrap, field.comp)["expected_win_rate"]
+        gated = [gate(boot, field.comp) for boot in (plain, styled.bootstrap)]
+        plain_iv = gated[0].intervals["expected_win_rate"]
+        styled_iv = gated[1].intervals["expected_win_rate"]
         hit_plain = _covers(plain_iv.lower, plain_iv.upper, truth)
         hit_styled = _covers(styled_iv.lower, styled_iv.upper, truth)
         plain_hits += int(hit_plain.sum())
@@ -143,10 +143,7 @@ def style_coverage_study(
         coef_iv = styled.coefficient_intervals()
         coef_hits += bool(coef_iv.lower[0] <= coefficient <= coef_iv.upper[0])
         coefficients.append(float(styled.style.coefficients[0]))
-        claims = []
-        for boot in (plain, styled.bootstrap):
-            ranking = rank(boot, field.comp)
-            claims.append({(c.upper, c.lower) for c in ranking.claims})
+        claims = [{(c.upper, c.lower) for c in g.ranking.claims} for g in gated]
         changed += claims[0] != claims[1]
         beta = field.people_log_strength
         plain_false += sum(beta[u] <= beta[v] for u, v in claims[0])

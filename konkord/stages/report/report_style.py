@@ -76,7 +76,7 @@ def _fit(
 ) -> tuple[_Fit | None, list[str]]:
     """Fit the style-controlled model to `items` (dropping pairs with an answer unread)."""
     from konkord import stats
-    from konkord.stats.floors import floored_intervals
+    from konkord.stats.gate import gate
     from konkord.stats.style_boot import style_bootstrap
     from konkord.stats.style_features import feature_matrix, normalised_difference
     from konkord.stats.style_fit import style_data
@@ -109,10 +109,8 @@ def _fit(
         n_tasks=len(task_ids),
     )
     boot = style_bootstrap(style_data(comp, x), n_resamples=options.resamples, seed=options.seed)
-    return _Fit(
-        boot, stats.rank(boot.bootstrap, comp), dict(floored_intervals(boot.bootstrap, comp)),
-        len(kept),
-    ), active
+    gated = gate(boot.bootstrap, comp)  # the one gate: floors and the exact sign test
+    return _Fit(boot, gated.ranking, dict(gated.intervals), len(kept)), active
 
 
 def _side(fit: _Fit, spec: RunSpec, plain_order: list[str], who: str) -> R.StyleFitSide:
