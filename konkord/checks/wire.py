@@ -10,6 +10,8 @@ callback). Values are plain data: None, bool, int, float, str, list, and tagged 
 set, frozenset, bytes and slice. Decoding builds only those builtin types, so no object with a
 rigged `__eq__` can cross. Any other object stays where it lives and crosses as a handle; the
 other side sees a `Remote` whose calls and operations are requests, and whose `==` is identity.
+An iterator of the tests (a generator...) crosses as its items, never as a handle: a live
+generator would show the answer its frame, and with it the tests' variables.
 
 The trusted side is strict about what it accepts (message size, nesting, known handles, no
 private attributes of its objects); anything wrong with a message ends the check as a failure.
