@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from konkord.calls import CallResult, CallSettings, Message
+from konkord.calls import CallResult, CallSettings, Message, mark_unusable
 from konkord.credentials import redact
 from konkord.errors import KonkordError
 from konkord.evidence import Record
@@ -147,7 +147,7 @@ def _parse_body(body: Record, secrets: list[tuple[str, str]]) -> CallResult:
     if not isinstance(usage, dict):
         usage = {}
     content = message.get("content")
-    return CallResult(
+    result = CallResult(
         text=redact(content if isinstance(content, str) else "", False, secrets),
         finish_reason=choices[0].get("finish_reason"),
         tokens_in=int(usage.get("prompt_tokens") or 0),
@@ -155,6 +155,8 @@ def _parse_body(body: Record, secrets: list[tuple[str, str]]) -> CallResult:
         latency_s=None,  # a batch has a turnaround, not a per-call latency
         attempts=1,
     )
+    mark_unusable(result)  # read as a live reply is: no text, or filtered, is a failure
+    return result
 
 
 async def json_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[Record]:

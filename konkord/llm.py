@@ -23,7 +23,7 @@ from konkord.calls import CallResult as CallResult
 from konkord.calls import CallSettings as CallSettings
 from konkord.calls import Message as Message
 from konkord.calls import ResponseCache as ResponseCache
-from konkord.calls import mark_empty
+from konkord.calls import mark_unusable
 from konkord.credentials import SECRET_ENV as SECRET_ENV
 from konkord.credentials import SECRET_SHAPE as SECRET_SHAPE
 from konkord.credentials import empty_credentials_unset, strip_url_credentials
@@ -369,8 +369,7 @@ class ModelClient:
             attempts=attempts,
             logprobs=token_logprobs(choice),
         )
-        if not text.strip():
-            mark_empty(result)
+        mark_unusable(result)
         return result
 
 
