@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
+from konkord.credentials import url_credentials_problem
 from konkord.errors import KonkordError
 
 DEFAULT_COOLDOWN_S = 10.0
@@ -39,6 +40,14 @@ class Deployment(BaseModel):
     api_key_env: str | None = None  # the environment variable holding this deployment's key
     rpm: int | None = Field(default=None, gt=0)
     tpm: int | None = Field(default=None, gt=0)
+
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_credentials_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="before")
     @classmethod

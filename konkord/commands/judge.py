@@ -75,6 +75,7 @@ def judge(
     ranked model is refused. Resumable: a rerun judges only what is missing,
     failed or stale. Credentials come from the environment or a .env file.
     """
+    from konkord.credentials import url_credentials_problem
     from konkord.errors import KonkordError
     from konkord.model_names import check_model_names
     from konkord.progress import progress_bar
@@ -83,6 +84,8 @@ def judge(
 
     if max_tokens <= 0:
         raise KonkordError("--max-tokens must be a positive number of tokens")
+    if url_credentials_problem(api_base):
+        raise KonkordError(f"--api-base {url_credentials_problem(api_base)}")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
     named = (*chosen, *([first_pass] if first_pass else []))

@@ -87,10 +87,13 @@ def run(
     import asyncio
     import warnings
 
+    from konkord.credentials import url_credentials_problem
     from konkord.evidence import EvidenceLog, TornLineWarning
     from konkord.model_names import check_model_names
     from konkord.stages.run import answers_to_make
 
+    if url_credentials_problem(api_base):
+        raise _error(f"--api-base {url_credentials_problem(api_base)}")
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
     log = EvidenceLog(spec.run_dir)
     with warnings.catch_warnings():
@@ -101,11 +104,10 @@ def run(
         # Before the client, progress bar and prices are imported: a typo answers at once.
         check_model_names(routed, "--models", spec.settings.api_base)
 
-        from konkord.credentials import has_url_credentials
         from konkord.door import check_options, check_prices, make_client
         from konkord.llm import missing_credentials
         from konkord.progress import progress_bar
-        from konkord.runspec import manifest_path, write_manifest
+        from konkord.runspec import write_manifest
         from konkord.stages.run import generate_answers, truncated_answers
         from konkord.stopping import run_lock
 
@@ -131,13 +133,6 @@ def run(
         click.get_current_context().with_resource(run_lock(spec.run_dir, "run"))
         if not spec.in_runs_file:
             write_manifest(spec)
-            if has_url_credentials(spec.settings.api_base):
-                click.echo(
-                    f"note: the credentials in --api-base are used but not stored in "
-                    f"{manifest_path(spec.name)}; give --api-base again to later stages, or "
-                    "put the key in .env",
-                    err=True,
-                )
         if log.read("answers").torn:
             click.secho(
                 f"note: {log.path('answers')} ends with an incomplete line (a crash mid-write); "
