@@ -24,7 +24,11 @@ LIMITS_HELP = (
     "--run", "run_name", required=True, help="Run name (in runs.json, or started by `konkord run`)."
 )
 @click.option(
-    "--concurrency", default=2, show_default=True, help="Answers checked in parallel."
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Answers checked in parallel.",
 )
 @click.option(
     "--sandbox",

@@ -28,7 +28,13 @@ if TYPE_CHECKING:
     multiple=True,
     help="Judge model (litellm name); repeat for a panel. Default: the run's judges in runs.json.",
 )
-@click.option("--concurrency", default=8, show_default=True, help="Parallel judge calls.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Parallel judge calls.",
+)
 @click.option(
     "--max-tokens",
     default=8192,
