@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from konkord.errors import KonkordError
+from konkord.evidence_fields import check_fields
 
 Record = dict[str, Any]
 Key = tuple[Any, ...]
@@ -206,6 +207,7 @@ class EvidenceLog:
                     f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
                     "Restore it from git"
                 )
+            check_fields(stream, record, f"{path}:{number}")
             records.append(record)
         return ReadResult(records, torn)
 

@@ -27,7 +27,7 @@ import click
     help="Share of your queue drawn from items other people labelled "
     "(for human-vs-human agreement).",
 )
-@click.option("--port", type=int, default=8501, show_default=True, help="Local port of the app.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Local port of the app.")
 @click.option(
     "--address",
     default="127.0.0.1",
