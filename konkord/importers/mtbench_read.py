@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.configuration.yamlpos import read_regular_file, text_of
 from konkord.errors import KonkordError
-from konkord.yamlpos import read_regular_file, text_of
 
 JUDGE = "gpt4_pair"
 WINNERS = ("model_a", "model_b", "tie", "tie (inconsistent)")
