@@ -87,8 +87,8 @@ def run(
     import asyncio
     import warnings
 
+    from konkord.configuration.credentials import url_credentials_problem
     from konkord.evidence.log import EvidenceLog, TornLineWarning
-    from konkord.providers.credentials import url_credentials_problem
     from konkord.providers.model_names import check_model_names
     from konkord.stages.run import answers_to_make
 
