@@ -31,8 +31,8 @@ class Deployment(BaseModel):
     model: str | None = None  # the litellm model name here (default: the model it serves)
     api_base: str | None = None
     api_key_env: str | None = None  # the environment variable holding this deployment's key
-    rpm: int | None = Field(default=None, gt=0)
-    tpm: int | None = Field(default=None, gt=0)
+    rpm: int | None = Field(default=None, gt=0, le=10**9)
+    tpm: int | None = Field(default=None, gt=0, le=10**12)
 
     @field_validator("api_base")
     @classmethod
