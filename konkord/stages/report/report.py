@@ -19,6 +19,7 @@ from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.calibrate.methods import describe
+from konkord.stages.calibrate.route_rows import route_rows
 from konkord.stages.current import (
     answer_shas,
     current_labels,
@@ -35,7 +36,6 @@ from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stages.report.report_views import cost_line, pass_rates_block, task_views
-from konkord.stages.report.route_rows import route_rows
 
 __all__ = [
     "DEFAULT_RESAMPLES",
