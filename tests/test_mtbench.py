@@ -313,8 +313,8 @@ def test_an_import_stays_inside_the_project(
         return out.stderr.strip()
 
     assert import_error("../away") == (
-        "error: run name \"../away\" is not a slug (use lower case, digits, '-', '_' or '.'): "
-        "--run"
+        "error: --run: run name \"../away\" is not a slug (use lower case, digits, '-', '_' or "
+        "'.')"
     )
     (outside / "runs").mkdir()
     os.symlink(outside / "runs", project / "runs")
