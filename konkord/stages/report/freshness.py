@@ -16,6 +16,7 @@ from typing import Literal
 
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
+from konkord.errors import KonkordError
 
 DEFAULT_RESAMPLES = 1000
 ResampleUnit = Literal["task", "judgments"]
@@ -51,8 +52,12 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
     for stream in EVIDENCE_STREAMS:
         path = spec.run_dir / f"{stream}.jsonl"
         digest.update(stream.encode())
-        if path.exists():
+        try:
             digest.update(path.read_bytes())
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it
+            raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return digest.hexdigest()[:24]
 
 
