@@ -119,6 +119,8 @@ class RunEntry(BaseModel):
     generation: Generation = Generation()
     api_base: str | None = None
     cascade: Cascade | None = None
+    # Style control (the ranking with length and formatting taken out) is on unless switched off.
+    style_control: bool = True
     # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
 

@@ -44,6 +44,8 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
     # Prices set every cost figure where no cost was recorded (the one cost rule).
     prices = {m: p.model_dump() for m, p in sorted(spec.prices.items())}
     digest.update(f"|prices={prices}|label_plan_n={spec.label_plan.n}".encode())
+    if not spec.style_control:  # switching it off drops a block from the results
+        digest.update(b"|style_control=off")
     digest.update(spec.suite.model_dump_json().encode())
     if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
         digest.update(spec.cascade.model_dump_json().encode())
