@@ -247,3 +247,19 @@ def test_a_task_with_many_pairs_shows_the_notable_ones_and_links_the_rest(
     # and the second page's links lead back to the task page's answers and pairs
     for link in other.select("p.judged a"):
         assert str(link["href"]).startswith("../index.html#")
+
+
+def test_repeated_strings_are_kept_once_and_odd_text_still_reads(tmp_path: Path) -> None:
+    log = EvidenceLog(tmp_path / "runs" / "r")
+    judge = "sim-judge/referee:accuracy=0.85"
+    log.append_many("verdicts", [{"task_id": f"t{n}", "judge": judge} for n in range(3)])
+    records = log.records("verdicts")
+    assert records[0]["judge"] is records[2]["judge"], "one copy of a repeated value"
+    # a lone surrogate (possible in model output) is stored as \\u escapes and reads back
+    log.append("verdicts", {"task_id": "t9", "judge": judge, "raw": "a\ud800b", "x": 1e-7})
+    assert log.records("verdicts")[-1] == {
+        "task_id": "t9",
+        "judge": judge,
+        "raw": "a\ud800b",
+        "x": 1e-7,
+    }
