@@ -263,3 +263,18 @@ def test_repeated_strings_are_kept_once_and_odd_text_still_reads(tmp_path: Path)
         "raw": "a\ud800b",
         "x": 1e-7,
     }
+
+
+def test_the_build_checks_task_files_by_hash_without_parsing_them(
+    tmp_path: Path, split_small: None
+) -> None:
+    results = make_results("big", models=["m/a", "m/b"], judges=["j/x"], n_tasks=2)
+    path = tmp_path / "big.json"
+    write_results(results, path)
+    head = read_results(path, tasks=False)
+    assert head.tasks == [] and head.task_files is not None
+    assert head.judge_blocks == results.judge_blocks
+    shard = tmp_path / "big.tasks" / f"{results.tasks[0].id}.json"
+    shard.write_bytes(shard.read_bytes() + b" ")
+    with pytest.raises(KonkordError, match="the task files are not the ones"):
+        read_results(path, tasks=False)
