@@ -30,11 +30,12 @@ from test_batch import (
     write_project,
 )
 
+from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.evidence.log import EvidenceLog, record_key
 from konkord.providers.batch import BatchClient
-from konkord.providers.calls import CallSettings
-from konkord.providers.llm import ModelClient, load_litellm
+from konkord.providers.llm import ModelClient
+from konkord.providers.loading import load_litellm
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning",
@@ -221,7 +222,7 @@ def test_output_files_are_read_as_a_stream(batch_server: BatchServer) -> None:
     creds = {"custom_llm_provider": "openai", "api_base": batch_server.url, "api_key": "x"}
 
     async def count() -> int:
-        return sum([1 async for _ in client._lines("file-big", creds)])
+        return sum([1 async for _ in client.api().lines("file-big", creds)])
 
     asyncio.run(count())  # litellm's first call builds its clients: not the stream's memory
     tracemalloc.start()

@@ -21,7 +21,7 @@ from konkord.evidence.log import EvidenceLog
 from konkord.evidence.verdicts import combine_verdicts, load_verdicts
 from konkord.importers.mtbench import JUDGE, import_mtbench
 from konkord.results.schema import read_results
-from konkord.stages.calibrate.calibrate import calibrate_run
+from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.label.labels import current_labels
 from konkord.stages.report.report import ReportOptions, answer_shas, build_results, good_answers
 from konkord.stages.run import current_answers
