@@ -278,3 +278,12 @@ def test_the_build_checks_task_files_by_hash_without_parsing_them(
     shard.write_bytes(shard.read_bytes() + b" ")
     with pytest.raises(KonkordError, match="the task files are not the ones"):
         read_results(path, tasks=False)
+
+
+def test_blank_lines_and_a_last_line_without_newline_still_read(tmp_path: Path) -> None:
+    log = _verdicts(tmp_path)
+    path = log.path("verdicts")
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\n\n", 1) + b'{"task_id": "t3", "n": 3}')
+    assert [r["n"] for r in log.records("verdicts")] == [0, 1, 2, 3]
+    path.write_bytes(b"\n\n")
+    assert log.records("verdicts") == []
