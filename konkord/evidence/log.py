@@ -23,6 +23,7 @@ from typing import Any
 import pydantic_core
 
 from konkord.errors import KonkordError
+from konkord.evidence.fields import check_fields
 
 Record = dict[str, Any]
 Key = tuple[Any, ...]
@@ -231,6 +232,13 @@ def parse_stream(path: Path, content: bytes) -> ReadResult:
         records = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
     if records is None or not all(isinstance(record, dict) for record in records):
         _name_bad_line(path, content)
+    wrong = check_fields(path.stem, records or [])
+    if wrong is not None:  # a hand edit: name its line (the index counts non-blank lines)
+        index, problem = wrong
+        number = [n for n, line in enumerate(content.split(b"\n"), start=1) if line.strip()][index]
+        raise KonkordError(
+            f"{path}:{number}: {problem}; was the evidence log edited by hand? Restore it from git"
+        )
     return ReadResult(records or [], torn)
 
 

@@ -107,7 +107,10 @@ class BatchClient(ModelClient):
                 self.budget.settle(hold, None)
             raise
         if self.budget is not None and hold is not None:
-            self.budget.settle(hold, result.cost_usd if result.ok and not result.cached else 0.0)
+            paid = result.ok and not result.cached
+            self.budget.settle(
+                hold, result.cost_usd if paid else 0.0, (result.tokens_in or 0) if paid else None
+            )
         return result
 
     def _route(self, model: str, api_base: str | None) -> Route:

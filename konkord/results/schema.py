@@ -40,6 +40,7 @@ from konkord.results.judging import (
     RouteRow,
     SelectiveRow,
 )
+from konkord.results.style import StyleCoefficient, StyleControl, StyleFitSide, StyleRating
 from konkord.results.tasks import (
     AnswerView,
     CheckView,
@@ -51,7 +52,7 @@ from konkord.results.tasks import (
     TaskView,
 )
 
-# The schema is split by what it describes (results_base, results_judging, results_tasks);
+# The schema is split by what it describes (base, judging, style, tasks);
 # every model is importable from here, as before.
 __all__ = [
     "SCHEMA_VERSION",
@@ -95,6 +96,10 @@ __all__ = [
     "SelectiveRow",
     "SelfFamilyNote",
     "Strict",
+    "StyleCoefficient",
+    "StyleControl",
+    "StyleFitSide",
+    "StyleRating",
     "SuiteInfo",
     "TaskFiles",
     "TaskMean",
@@ -206,6 +211,10 @@ class JudgeBlock(Strict):
     )
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None
+    style: StyleControl | None = Field(
+        default=None,
+        description="The style-controlled ranking and coefficients; None when switched off.",
+    )
 
     @property
     def route_name(self) -> str:
