@@ -90,12 +90,17 @@ def test_a_task_file_path_cannot_leave_the_results_folder(tmp_path: Path, split_
 
 
 @pytest.mark.parametrize("name", ["demo-python-codegen", "demo-support-replies"])
-def test_results_files_written_whole_still_read(name: str) -> None:
-    """The demo's committed results files were written whole, before task files existed."""
+def test_results_files_written_whole_still_read(name: str, tmp_path: Path) -> None:
+    """A results file as every konkord before task files wrote it: tasks inline, no
+    `task_files` field, written by json.dumps."""
     data = json.loads((REPO / "results" / f"{name}.json").read_text())
-    assert "task_files" not in data and data["tasks"]
-    results = read_results(REPO / "results" / f"{name}.json")
+    data.pop("task_files", None)
+    assert data["tasks"]
+    old = tmp_path / f"{name}.json"
+    old.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+    results = read_results(old)
     assert [task.id for task in results.tasks] == [task["id"] for task in data["tasks"]]
+    assert results == read_results(REPO / "results" / f"{name}.json")
 
 
 def test_the_site_serves_the_task_files_beside_the_summary(
