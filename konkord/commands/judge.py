@@ -85,11 +85,14 @@ def judge(
     failed or stale. Credentials come from the environment or a .env file.
     """
     from konkord.commands.progress import progress_bar
+    from konkord.configuration.credentials import url_credentials_problem
     from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
     from konkord.providers.model_names import check_model_names
     from konkord.stages.judge.judge import judge_run, planned_calls, preflight, summary_lines
 
+    if url_credentials_problem(api_base):
+        raise KonkordError(f"--api-base {url_credentials_problem(api_base)}")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
     named = (*chosen, *([first_pass] if first_pass else []))
@@ -106,9 +109,16 @@ def judge(
         click.get_current_context().with_resource(run_lock(spec.run_dir, "judge"))
     plan = cascade_plan(spec, judges, first_pass, accept_at, confidence, audit)
     if plan is not None:
+        if dry_run and not batch and max_cost is None:
+            from konkord.stages.dry_run import cascade_estimates
+
+            estimates, strong_line = cascade_estimates(spec, plan, max_tokens)
+            print_estimates(estimates, False)
+            click.echo(strong_line)
+            return
         if batch or dry_run or max_cost is not None:
             raise KonkordError(
-                "--batch, --dry-run and --max-cost do not drive a first-pass cascade yet: "
+                "--batch and --max-cost do not drive a first-pass cascade yet: "
                 "judge without them, or without the cascade"
             )
         run_cascade(spec, plan, concurrency, max_tokens, api_base)

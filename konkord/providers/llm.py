@@ -31,7 +31,7 @@ from konkord.evidence.stopping import STOP, StopRequested
 # Re-exported: callers import these from here, the one door to model calls.
 from konkord.providers.calls import CallResult as CallResult
 from konkord.providers.calls import ResponseCache as ResponseCache
-from konkord.providers.calls import mark_empty
+from konkord.providers.calls import mark_unusable
 from konkord.providers.deployments import answered_by, failed_deployment
 from konkord.providers.loading import (
     MalformedResponse,
@@ -290,8 +290,7 @@ class ModelClient:
             attempts=attempts,
             logprobs=token_logprobs(choice),
         )
-        if not text.strip():
-            mark_empty(result)
+        mark_unusable(result)
         return result
 
 

@@ -11,6 +11,7 @@ from konkord.site.anchored_svg import anchored_plot
 from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
 from konkord.site.markdown import render_markdown
+from konkord.site.style_svg import style_plot
 from konkord.site.svg import ForestRow, forest_plot, heatmap
 
 
@@ -49,11 +50,14 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
     group_sizes: dict[int, int] = {}
     for rating in block.ratings:
         group_sizes[rating.rank_group] = group_sizes.get(rating.rank_group, 0) + 1
+    style = block.style
+    controlled = {r.model: r for r in style.judge.ratings} if style is not None else {}
     rows = [
         {
             "rating": rating,
             "tied": group_sizes[rating.rank_group] > 1,
             "cost": costs.get(rating.model),
+            "style": controlled.get(rating.model),
         }
         for rating in block.ratings
     ]
@@ -86,6 +90,9 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         "anchored_plot": anchored_plot(
             block.ratings, anchored.ratings, f"Judge alone and anchored to people, {block.judge}"
         ) if anchored is not None and anchored.status == "anchored" else None,
+        "style_plot": style_plot(
+            style.coefficients, f"Style coefficients of judge {block.judge} and of people"
+        ) if style is not None and any(c.judge is not None for c in style.coefficients) else None,
         "rows": rows,
         "forest": forest,
         "heatmap": grid,
