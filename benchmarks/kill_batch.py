@@ -8,10 +8,12 @@ holding its batches in progress, and is killed (SIGKILL) a random moment after i
 is on record. Then, as a user who gave up on batches would:
 (1) the same command without --batch, while the batch still runs: every prompt of the open
     batch it asks again is "paid twice" (it must call nothing and say how to go on);
-(2) the provider finishes the batch, and the live command runs again: it must collect the
-    batch, record every reply once, and ask live only what no batch holds.
-Counted: prompts paid twice in (1) and (2), batches left open at the end, records twice or
-missing, reruns that failed.
+(2) the provider finishes the batch (answering, and billing, each of its prompts), and the live
+    command runs again: it must collect the batch, record every reply once, and ask live only
+    what no batch holds.
+Counted: live requests in (1) for prompts of the open batch; "paid twice": answers to those
+prompts beyond the batch's own, over (1) and (2); batches left open at the end; logs
+incomplete; reruns that failed.
 """
 
 from __future__ import annotations
@@ -46,15 +48,15 @@ def responder(body: dict[str, Any], n: int) -> Reply:
     text = user_text(body)
     if "VERDICT" in text:
         return Reply(f"The first is tidier.\nVERDICT: {1 + n % 2}")
-    return Reply(f"an answer to {text[-24:]}")
+    return Reply(f"{body.get('model')}'s answer to {text[-24:]}")  # distinct per model
 
 
 @dataclass
 class BatchTally:
     trials: int = 0
-    paid_twice_while_open: int = 0
+    asked_while_open: int = 0  # live requests for prompts of the open batch, while it ran
     refused_while_open: int = 0
-    paid_twice_after: int = 0
+    paid_twice: int = 0  # answers to the open batch's prompts beyond the batch's own
     left_open: int = 0
     incomplete: list[str] = field(default_factory=list)
     failed_reruns: list[str] = field(default_factory=list)
@@ -138,14 +140,15 @@ class BatchKills:
         mark = len(self.server.requests)
         code = self.call(root, self.args(stage))  # (1) live, the batch still running
         asked = [_prompt(b) for b in self.server.requests[mark:]]
-        self.tally.paid_twice_while_open += sum(1 for p in asked if p in in_batch)
+        self.tally.asked_while_open += sum(1 for p in asked if p in in_batch)
         self.tally.refused_while_open += code == 2 and not asked
         self.finish_batches()  # the provider ends the batch (answering each of its prompts)
         code = self.call(root, self.args(stage))  # (2) live again
         if code != 0:
             self.tally.failed_reruns.append(f"{stage}: live rerun exit {code}")
+        # each prompt of the batch is paid once, by the batch; every other answer is a repeat
         answered = Counter(_prompt(b) for b in self.server.requests[mark:])
-        self.tally.paid_twice_after += sum(n - 1 for p, n in answered.items() if p in in_batch)
+        self.tally.paid_twice += sum(n - 1 for p, n in answered.items() if p in in_batch)
         self.check(root, stage)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -181,9 +184,9 @@ def print_tally(t: BatchTally) -> None:
     print(f"\nbatch then live: {t.trials} kills with a batch open ({t.batch_prompts} prompts in "
           "open batches)")
     print(f"  live rerun while the batch runs: refused, calling nothing, {t.refused_while_open} "
-          f"of {t.trials}; prompts of the open batch paid twice: {t.paid_twice_while_open}")
-    print(f"  live rerun once the batch ended: prompts paid twice {t.paid_twice_after}; batches "
-          f"left open {t.left_open}")
+          f"of {t.trials}; requests for the open batch's prompts {t.asked_while_open}")
+    print(f"  after a second live rerun once the batch ended: prompts paid twice {t.paid_twice}; "
+          f"batches left open {t.left_open}")
     print(f"  logs incomplete: {len(t.incomplete)} {t.incomplete}")
     print(f"  reruns that did not finish cleanly: {len(t.failed_reruns)} {t.failed_reruns}")
 
