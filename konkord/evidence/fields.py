@@ -43,6 +43,10 @@ FIELD_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
         **_COMMON, "task_id": TEXT, "model_a": TEXT, "model_b": TEXT, "labeller": TEXT,
         "winner": MAYBE_TEXT, "shown_first": MAYBE_TEXT, "source": MAYBE_TEXT,
     },
+    "designs": {
+        **_COMMON, "design": TEXT, "round": (int,), "label": MAYBE_TEXT, "rows": (list,),
+        "pairs": MAYBE_LIST, "stop": MAYBE_TEXT, "budget_calls": MAYBE_INT,
+    },
     "checks": {
         **_COMMON, "task_id": TEXT, "model": TEXT, "check": TEXT, "answer_sha": MAYBE_TEXT,
         "passed": (bool,), "reason": MAYBE_TEXT, "duration_s": MAYBE_NUMBER,

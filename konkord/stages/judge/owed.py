@@ -12,12 +12,14 @@ from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
 from konkord.evidence.verdicts import frame_hashes_of, load_verdicts
+from konkord.stages.judge.design import designed_pairs
 from konkord.stages.judge.judge_call import JudgeItem, judge_messages, message_sha
 from konkord.stages.run import current_answers
 
 
 def judge_items(spec: RunSpec, log: EvidenceLog, judges: tuple[str, ...]) -> tuple[list[JudgeItem], int]:
-    """Every call the judges owe the run, and how many task pairs lack an answer."""
+    """Every call the judges owe the run under its design, and how many task pairs (of
+    those the design owes) lack an answer."""
     answers = current_answers(log, spec.suite, spec.settings)
     texts = {
         key: str(r["text"])
@@ -26,9 +28,12 @@ def judge_items(spec: RunSpec, log: EvidenceLog, judges: tuple[str, ...]) -> tup
     }
     items: list[JudgeItem] = []
     skipped = 0
+    owed = designed_pairs(spec, log)
     for task in spec.suite.tasks:
         for first, second in combinations(spec.models, 2):
             model_a, model_b = sorted((first, second))
+            if owed is not None and (task.id, model_a, model_b) not in owed:
+                continue
             text_a, text_b = texts.get((task.id, model_a)), texts.get((task.id, model_b))
             if text_a is None or text_b is None:
                 skipped += 1
