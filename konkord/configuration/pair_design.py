@@ -3,7 +3,7 @@
 In runs.json, `"design"` is `"all"` (every pair on every task, the default), `{"random": K}`
 or `{"random": {"k": K, "seed": S}}` (K pairs per task, balanced and connected, drawn from a
 recorded seed), or `{"adaptive": {"budget": CALLS}}` (optionally `"seed"` and
-`"round_share"`: rounds that spend the judge calls where neighbours are still unseparated).
+`"round_share"` and `"start_share"`: rounds that spend the judge calls where neighbours are still unseparated).
 On the command line the same as `all`, `random:K` or `adaptive:CALLS`.
 """
 
@@ -21,13 +21,15 @@ ADAPTIVE = "adaptive"
 class PairDesign:
     """`kind` "all" | "random" | "adaptive"; `k` pairs per task (random); `budget` judge
     calls in all (adaptive); `seed` draws the pairs and tasks; `round_share` the share of the
-    budget each adaptive round after the start spends."""
+    budget each adaptive round after the start spends, `start_share` the balanced start's
+    (0.7: in benchmarks/bench_design.py a smaller start separated fewer neighbours)."""
 
     kind: str = ALL
-    k: int = 0
     budget: int = 0
+    k: int = 0
     seed: int = 0
     round_share: float = 0.1
+    start_share: float = 0.7
 
     @property
     def label(self) -> str:
@@ -59,6 +61,13 @@ def _whole(value: object, what: str, low: int) -> int:
     return value
 
 
+def _share(body: dict[str, object], name: str, default: float) -> float:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be a number above 0 and at most 1, got {value!r}")
+    return float(value)
+
+
 def parse_design(value: object) -> PairDesign:
     """A design from runs.json's value or the command line's text; ValueError names the
     problem in a user's words."""
@@ -80,7 +89,11 @@ def parse_design(value: object) -> PairDesign:
         if kind == RANDOM and isinstance(body, int) and not isinstance(body, bool):
             body = {"k": body}
         if kind in (RANDOM, ADAPTIVE) and isinstance(body, dict):
-            allowed = {"k", "seed"} if kind == RANDOM else {"budget", "seed", "round_share"}
+            allowed = (
+                {"k", "seed"}
+                if kind == RANDOM
+                else {"budget", "seed", "round_share", "start_share"}
+            )
             extra = sorted(set(body) - allowed)
             if extra:
                 raise ValueError(

@@ -117,6 +117,8 @@ def next_round(
     pairs_left: int,
     round_pairs: int,
     seed: int,
+    reach: float = 2.0,
+    window: int = 1,
 ) -> RoundChoice:
     """The adaptive step: the next round's (task, pair) rows and each neighbour's reason.
 
@@ -125,16 +127,20 @@ def next_round(
     `judged[t, a, b]` (a < b) whether the pair is already in the design on task t. A
     neighbouring pair is separated when either ordering is supported; out of reach when every
     task has it already, or when its interval is so wide against its gap that even direct
-    comparisons on every task would not exclude 0 (the half-width shrinks as
-    1/sqrt(direct comparisons)); open otherwise. The round's `round_pairs` (at most
+    comparisons on every task would leave it over `reach` times the gap (the half-width
+    shrinks as 1/sqrt(direct comparisons)); open otherwise. The round's `round_pairs` (at most
     `pairs_left`) are shared evenly among the open pairs, on tasks drawn at random from those
     not yet judged for each; what one cannot take goes to the others."""
     n_tasks = judged.shape[0]
     rng = np.random.default_rng(seed)
     choices: list[PairChoice] = []
     open_pairs: list[tuple[int, int, IntArray]] = []
-    for pos in range(len(order) - 1):
-        up, low = int(order[pos]), int(order[pos + 1])
+    near = [
+        (int(order[pos]), int(order[pos + gap]))
+        for gap in range(1, window + 1)
+        for pos in range(len(order) - gap)
+    ]
+    for up, low in near:
         i, j = min(up, low), max(up, low)
         free = np.flatnonzero(~judged[:, i, j])
         direct = n_tasks - free.size
@@ -146,13 +152,13 @@ def next_round(
             continue
         lo, hi = float(interval_low[up, low]), float(interval_high[up, low])
         gap, half = (hi + lo) / 2.0, (hi - lo) / 2.0
-        if direct > 0 and gap != 0.0 and half * np.sqrt(direct / n_tasks) > 2.0 * abs(gap):
+        if direct > 0 and gap != 0.0 and half * np.sqrt(direct / n_tasks) > reach * abs(gap):
             choices.append(
                 PairChoice(
                     up, low, "out of reach",
                     f"interval [{lo:.2f}, {hi:.2f}] would stay about "
                     f"{half * np.sqrt(direct / n_tasks):.2f} wide at all {n_tasks} tasks, "
-                    f"over twice the gap {abs(gap):.2f}",
+                    f"over {reach:g} times the gap {abs(gap):.2f}",
                 )
             )  # fmt: skip
             continue
@@ -191,7 +197,7 @@ def next_round(
     return RoundChoice(design, tuple(choices), None)
 
 
-def start_pairs_per_task(n_models: int, n_tasks: int, budget_pairs: int, share: float = 0.4) -> int:
+def start_pairs_per_task(n_models: int, n_tasks: int, budget_pairs: int, share: float = 0.7) -> int:
     """K for an adaptive design's balanced start: about `share` of the budget, at least
     enough pairs to connect the models. Raises ValueError when the whole budget cannot."""
     if budget_pairs < n_models - 1:

@@ -60,7 +60,11 @@ def start_design(spec: RunSpec) -> list[Pair]:
     """The first round: K pairs per task (random), or the adaptive design's balanced start."""
     m, n_tasks = len(spec.models), len(spec.suite.tasks)
     d = spec.design
-    k = d.k if d.kind == "random" else start_pairs_per_task(m, n_tasks, budget_pairs(spec))
+    k = (
+        d.k
+        if d.kind == "random"
+        else start_pairs_per_task(m, n_tasks, budget_pairs(spec), d.start_share)
+    )
     k = min(k, m * (m - 1) // 2)
     return _named(spec, random_design(m, n_tasks, k, d.seed))
 
