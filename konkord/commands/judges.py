@@ -19,6 +19,7 @@ def judges(run_name: str) -> None:
     judges' verdicts pooled) beside each judge's own order. Reads
     results/<run>.json (run `konkord report` first). Calls no model.
     """
+    from konkord.display import renamed
     from konkord.errors import KonkordError
     from konkord.results import read_results
     from konkord.runspec import resolve_run
@@ -32,5 +33,5 @@ def judges(run_name: str) -> None:
             f"{spec.results_path} predates the judge table; "
             f"run `konkord report --run {spec.name}` to add it"
         )
-    for line in format_judge_table(spec.name, judge_table(results)):
+    for line in format_judge_table(spec.name, judge_table(renamed(results, spec.names))):
         click.echo(line)

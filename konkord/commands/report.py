@@ -34,6 +34,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
         click.echo(replayed, nl=False)
         return
 
+    from konkord.display import renamed
     from konkord.errors import KonkordError
     from konkord.paths import require_inside
     from konkord.results import read_results, write_results
@@ -65,7 +66,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
             pass
         else:
             with reportstamp.captured() as printed:
-                print_report(current)
+                print_report(renamed(current, spec.names))
                 click.echo(f"{path} is up to date with the evidence; nothing recomputed")
             # Kept only if nothing changed while it was read: the text is then theirs.
             if reportstamp.fingerprint(key, files, folders) == before:
@@ -75,5 +76,5 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
 
     results = build_results(spec, options)
     write_results(results, path)
-    print_report(results)
+    print_report(renamed(results, spec.names))
     click.echo(f"wrote {path}")

@@ -200,6 +200,7 @@ def calibrate_run(
 
     The rest of the file (ratings, diagnostics, the objective block) is left as `report` wrote it.
     """
+    from konkord.display import rename_text, shown
     from konkord.label.labels import current_labels
     from konkord.results import read_results, write_results
     from konkord.stages.cascade_print import format_cascade
@@ -239,10 +240,10 @@ def calibrate_run(
         block.calibration = calibration
         describe(block, results.suite.task_count)
         out[block.judge] = calibration
-        for line in format_calibration(block.judge, calibration):
-            echo(line)
+        for line in format_calibration(shown(block.judge, spec.names), calibration):
+            echo(rename_text(line, spec.names))
         for line in format_cascade(block.cascade) if block.cascade is not None else []:
-            echo(line)
+            echo(rename_text(line, spec.names))
     write_results(results, path)
     echo(f"updated {path}")
     return out
