@@ -356,7 +356,7 @@ def test_a_failed_build_leaves_the_previous_site_as_it_was(consistent: Path) -> 
     (consistent / "templates/index.html").write_text("changed\n")
     missing = consistent / "templates/404.html"
     missing.write_text(missing.read_text() + "{% if %}")
-    with pytest.raises(KonkordError, match="404.html"):
+    with pytest.raises(KonkordError, match=r"404\.html"):
         build_site(OUT, offline=True, runs_file=RUNS)
     assert snapshot(consistent / OUT) == before
     assert [p.name for p in consistent.iterdir() if p.name.startswith(".public")] == []
