@@ -124,6 +124,7 @@ def judge(
     from dataclasses import replace
 
     from konkord.door import check_options, check_prices, make_client
+    from konkord.failures import failure_lines
 
     if api_base:
         spec = replace(spec, settings=replace(spec.settings, api_base=api_base))
@@ -161,7 +162,7 @@ def judge(
     for line in summary_lines(summary):
         click.echo(line)
     for tally in summary.tallies.values():
-        for line in tally.failures[:10]:
+        for line in failure_lines(tally.failures, spec.settings.api_base):
             click.secho(f"  failed: {line}", fg="red", err=True)
     stopped = report_budget(client)
     if summary.failed:

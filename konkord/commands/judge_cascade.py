@@ -77,6 +77,7 @@ def run_cascade(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+    from konkord.failures import failure_lines
     from konkord.stages.cascade import cascade_lines, cascade_run
     from konkord.stages.judge import summary_lines
 
@@ -114,7 +115,7 @@ def run_cascade(
     for line in summary_lines(summary) + cascade_lines(spec, plan):
         click.echo(line)
     for tally in summary.tallies.values():
-        for line in tally.failures[:10]:
+        for line in failure_lines(tally.failures, spec.settings.api_base):
             click.secho(f"  failed: {line}", fg="red", err=True)
     if summary.failed:
         click.echo("rerun the same command to retry the failures", err=True)
