@@ -16,7 +16,7 @@ from conftest import REPO
 from fixtures_site import make_results, write_project
 
 from konkord.cli import cli
-from konkord.display import rename_data, rename_text
+from konkord.configuration.display_names import rename_data, rename_text
 from konkord.errors import KonkordError
 from konkord.runs_config import load_runs
 from konkord.runspec import resolve_run

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from konkord.errors import KonkordError
-from konkord.evidence import AsyncAppender, EvidenceLog, TornLineWarning, record_key
+from konkord.evidence.log import AsyncAppender, EvidenceLog, TornLineWarning, record_key
 
 
 def _answer(task: str, model: str, text: str) -> dict[str, object]:

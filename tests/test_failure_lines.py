@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from konkord.cli import cli
-from konkord.failures import failure_lines
+from konkord.providers.failures import failure_lines
 
 REFUSED = (
     "InternalServerError: litellm.InternalServerError: InternalServerError: OpenAIException - "

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from konkord.atomic import write_atomic
+from konkord.evidence.atomic import write_atomic
+from konkord.site.limits import refuse_large_file
 from konkord.site.render import sha256
 
 MANIFEST_NAME = ".konkord-build.json"
@@ -84,7 +85,9 @@ class OutputWriter:
         self.unchanged += 1
 
     def write(self, path: str, data: bytes, digest: str) -> None:
-        """Record an output and write it if its bytes changed."""
+        """Record an output and write it if its bytes changed; one too large to serve is
+        refused."""
+        refuse_large_file(self.out / path, len(data), "Nothing this large can be deployed")
         self.current.outputs[path] = digest
         if write_bytes_if_changed(self.out / path, data):
             self.written.append(path)

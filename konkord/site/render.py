@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from konkord.display import renamed, specs_by_name
-from konkord.results import Results
+from konkord.configuration.display_names import renamed, specs_by_name
+from konkord.results.schema import Results
 from konkord.site.contexts import (
     calibration_context,
     leaderboard_context,
@@ -38,7 +38,12 @@ from konkord.site.environment import (
 from konkord.site.judges_page import judges_across_runs, judges_context
 from konkord.site.markdown import render_markdown
 from konkord.site.summary import RunSummary
-from konkord.site.task_pages import task_context, tasks_index_context
+from konkord.site.task_pages import (
+    is_folded,
+    other_verdicts_context,
+    task_context,
+    tasks_index_context,
+)
 
 # Re-exported: build.py, generate.py, serve.py and the tests import these from here.
 __all__ = [
@@ -95,10 +100,11 @@ def _root(depth: int) -> str:
 
 def plan_run_pages(
     results: Results, content: Mapping[str, ContentFile], names: Mapping[str, str] | None = None
-) -> list[PagePlan]:
-    """Every page of one run, contexts complete, nothing rendered yet. With display `names`
-    (full spec -> name, from runs.json) the pages show the names; each keeps its full spec in
-    a tooltip, and the methodology page lists them all once."""
+) -> Iterator[PagePlan]:
+    """Every page of one run, contexts complete, nothing rendered yet: one at a time, so a
+    task page's context (190 pairs at 20 models) is gone once its page is written. With display
+    `names` (full spec -> name, from runs.json) the pages show the names; each keeps its full
+    spec in a tooltip, and the methodology page lists them all once."""
     names = names or {}
     lineup = who_is_who(results, names)
     results = renamed(results, names)
@@ -118,8 +124,8 @@ def plan_run_pages(
         }
         return PagePlan(path, template, context, used)
 
-    pages = [
-        page(f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results)),
+    yield page(f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results))
+    yield from [
         page(
             f"{run}/methodology/index.html",
             "methodology.html",
@@ -137,15 +143,16 @@ def plan_run_pages(
         page(f"{run}/tasks/index.html", "tasks.html", "tasks", tasks_index_context(results)),
     ]
     for index, task in enumerate(results.tasks):
-        pages.append(
-            page(
-                f"{run}/tasks/{task.id}/index.html",
-                "task.html",
-                "tasks",
-                task_context(results, index),
-            )
+        yield page(
+            f"{run}/tasks/{task.id}/index.html", "task.html", "tasks", task_context(results, index)
         )
-    return pages
+        if is_folded(task):
+            yield page(
+                f"{run}/tasks/{task.id}/verdicts/index.html",
+                "task_verdicts.html",
+                "tasks",
+                other_verdicts_context(results, index),
+            )
 
 
 def plan_site_pages(
@@ -212,8 +219,8 @@ def context_fingerprint(context: Mapping[str, Any]) -> str:
 
 def validate_task_ids(results: Results, source: Path) -> None:
     """Task ids become directory names: refuse anything that could escape the run's folder."""
+    from konkord.configuration.suite import SLUG
     from konkord.errors import KonkordError
-    from konkord.suite import SLUG
 
     for task in results.tasks:
         if not SLUG.match(task.id):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from konkord.results import ComparisonView, Results, TaskView
+from konkord.results.schema import ComparisonView, Results, TaskView
 from konkord.site.contexts import judge_sections
 from konkord.site.formatting import anchor
 from konkord.site.markdown import summary_line
@@ -34,11 +34,37 @@ def tasks_index_context(results: Results) -> dict[str, Any]:
     return {"rows": rows}
 
 
-def task_context(results: Results, index: int) -> dict[str, Any]:
-    task = results.tasks[index]
+# Past this many pairs (eight models make 28) a task page shows in full only the pairs worth a
+# look: those people labelled, those a judge flipped or left incomplete. The others' verdicts are
+# on a second page, one link away, and their side-by-side view links the answers instead of
+# repeating them: at 20 models (190 pairs) the page stays a few hundred KB, not 700.
+FOLD_PAIRS_OVER = 28
+
+
+def notable(comparisons: list[ComparisonView]) -> bool:
+    """Whether a pair's verdicts are worth showing open: labelled, flipped or incomplete."""
+    return any(c.labels or c.flipped or not c.complete for c in comparisons)
+
+
+def _by_pair(task: TaskView) -> dict[frozenset[str], list[ComparisonView]]:
+    verdicts: dict[frozenset[str], list[ComparisonView]] = {}
+    for comparison in task.comparisons:
+        verdicts.setdefault(frozenset((comparison.model_a, comparison.model_b)), []).append(
+            comparison
+        )
+    return verdicts
+
+
+def is_folded(task: TaskView) -> bool:
+    """Whether the task has too many pairs to show every one in full on its page."""
+    n = len(task.answers)
+    return n * (n - 1) // 2 > FOLD_PAIRS_OVER
+
+
+def _groups(results: Results, comparisons: list[ComparisonView]) -> list[dict[str, Any]]:
     judge_ids = {s["block"].judge: s["id"] for s in judge_sections(results)}
     by_judge: dict[str, list[Any]] = {}
-    for comparison in task.comparisons:
+    for comparison in comparisons:
         by_judge.setdefault(comparison.judge, []).append(comparison)
     groups = [
         {"judge": judge, "id": judge_ids.get(judge, anchor("judge", judge)), "comparisons": items}
@@ -46,15 +72,40 @@ def task_context(results: Results, index: int) -> dict[str, Any]:
     ]
     for number, group in enumerate(groups):
         group["open"] = number == 0
+    return groups
+
+
+def task_context(results: Results, index: int) -> dict[str, Any]:
+    task = results.tasks[index]
+    folded = is_folded(task)
+    by_pair = _by_pair(task)
+    shown = [
+        c
+        for c in task.comparisons
+        if not folded or notable(by_pair[frozenset((c.model_a, c.model_b))])
+    ]
     previous_task = results.tasks[index - 1].id if index > 0 else None
     next_task = results.tasks[index + 1].id if index + 1 < len(results.tasks) else None
     return {
         "task": task,
-        "groups": groups,
-        "pairs": answer_pairs(task),
+        "groups": _groups(results, shown),
+        "pairs": answer_pairs(task, folded),
+        "folded": folded,
+        "others": len(task.comparisons) - len(shown),
         "previous_task": previous_task,
         "next_task": next_task,
     }
+
+
+def other_verdicts_context(results: Results, index: int) -> dict[str, Any]:
+    """The second page of a folded task: the verdicts on the pairs its page does not show."""
+    task = results.tasks[index]
+    by_pair = _by_pair(task)
+    rest = [c for c in task.comparisons if not notable(by_pair[frozenset((c.model_a, c.model_b))])]
+    groups = _groups(results, rest)
+    for group in groups:
+        group["open"] = True
+    return {"task": task, "groups": groups}
 
 
 # A pair view repeats its two answers; longer ones are linked instead, so a page of n answers
@@ -62,15 +113,12 @@ def task_context(results: Results, index: int) -> dict[str, Any]:
 PAIR_TEXT_LIMIT = 20_000
 
 
-def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
+def answer_pairs(task: TaskView, folded: bool = False) -> list[dict[str, Any]]:
     """Every pair of answers, to read side by side with every judge's verdict on it (one pair
-    at a time: the page shows the pair its address names, `#pair-...`, with no script)."""
+    at a time: the page shows the pair its address names, `#pair-...`, with no script). On a
+    folded page only the notable pairs repeat their answers; the others link to them."""
     answers = {answer.model: answer for answer in task.answers}
-    verdicts: dict[frozenset[str], list[ComparisonView]] = {}
-    for comparison in task.comparisons:
-        verdicts.setdefault(frozenset((comparison.model_a, comparison.model_b)), []).append(
-            comparison
-        )
+    verdicts = _by_pair(task)
     pairs = []
     for i, first in enumerate(task.answers):
         for second in task.answers[i + 1 :]:
@@ -83,18 +131,21 @@ def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
             labels = list(
                 {(lab.labeller, lab.winner): lab for c in judged for lab in c.labels}.values()
             )
+            shown = not folded or notable(judged)
             pairs.append(
                 {
                     "id": pair_anchor(left, right),
+                    "notable": shown and folded,
+                    # where each verdict's card is: on this page, or on the other verdicts' page
+                    "cards": "" if shown else "verdicts/",
                     "model_a": left,
                     "model_b": right,
                     "answer_a": answers[left],
                     "answer_b": answers[right],
                     "verdicts": judged,
                     "labels": labels,
-                    "inline": all(
-                        len(answers[m].text or "") <= PAIR_TEXT_LIMIT for m in (left, right)
-                    ),
+                    "inline": shown
+                    and all(len(answers[m].text or "") <= PAIR_TEXT_LIMIT for m in (left, right)),
                 }
             )
     return pairs
