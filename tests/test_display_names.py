@@ -17,10 +17,10 @@ from fixtures_site import make_results, write_project
 
 from konkord.cli import cli
 from konkord.configuration.display_names import rename_data, rename_text
+from konkord.configuration.runs_config import load_runs
+from konkord.configuration.runspec import resolve_run
 from konkord.errors import KonkordError
-from konkord.runs_config import load_runs
-from konkord.runspec import resolve_run
-from konkord.stages.build import build_site
+from konkord.stages.build.build import build_site
 
 MODELS = ["openrouter/anthropic/claude-3.5-sonnet", "openai/gpt-4o", "openai/gpt-4o-mini"]
 JUDGE = "gemini/gemini-2.5-pro"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from konkord.stages.build import build_site
+from konkord.stages.build.build import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN, CASCADE_RUN = "demo-python-codegen", "demo-support-replies"

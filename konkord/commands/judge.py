@@ -123,6 +123,7 @@ def judge(
         return
     from dataclasses import replace
 
+    from konkord.configuration.display_names import rename_text
     from konkord.providers.door import check_options, check_prices, make_client
     from konkord.providers.failures import failure_lines
 
@@ -160,7 +161,7 @@ def judge(
             err=True,
         )
     for line in summary_lines(summary):
-        click.echo(line)
+        click.echo(rename_text(line, spec.names))
     for tally in summary.tallies.values():
         for line in failure_lines(tally.failures, spec.settings.api_base):
             click.secho(f"  failed: {line}", fg="red", err=True)

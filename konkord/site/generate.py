@@ -60,6 +60,8 @@ HEADERS = f"""/*
 REDIRECTS = """/ /index.html 200
 /*/ /:splat/index.html 200
 """
+# Cloudflare matches static rules (no splat) before dynamic ones, and its runtime asks for them
+# to be written first, so the 301s go between the two rewrites.
 # Cloudflare takes at most 2,000 static redirects per site.
 MAX_FOLDER_REDIRECTS = 1_900
 
@@ -80,7 +82,8 @@ def redirects(outputs: Iterable[str]) -> str:
     redirects: past MAX_FOLDER_REDIRECTS folders the deepest are left out (`konkord build`
     says how many)."""
     folders = folder_pages(outputs)[:MAX_FOLDER_REDIRECTS]
-    return REDIRECTS + "".join(f"/{folder} /{folder}/ 301\n" for folder in folders)
+    root, splat = REDIRECTS.splitlines(keepends=True)
+    return root + "".join(f"/{folder} /{folder}/ 301\n" for folder in folders) + splat
 
 
 def load_results_fast(path: Path, data: bytes | None = None) -> Results:

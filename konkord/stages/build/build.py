@@ -140,8 +140,8 @@ def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
 
 def _unlisted_advice(path: Path, runs: RunsFile, runs_file: Path) -> str:
     """Why a results file is off the site, and the command or edit that settles it."""
-    from konkord.runspec import manifest_path
-    from konkord.stages.freshness import stored_run_name
+    from konkord.configuration.runspec import manifest_path
+    from konkord.stages.report.freshness import stored_run_name
 
     run = stored_run_name(path)
     if run is None:

@@ -38,12 +38,12 @@ def summary_lines(
             f"{names[k]:<8} {truth.expected_win_rate[k]:>14.1%} "
             f"{outlook.coverage_by_model[k]:>16.0%} {outlook.alone[k]:>15.0%}"
         )
-    lines.append(
-        "(true win rate: the win rate against the field that endless tasks would show through "
-        "this judge, which the intervals aim at: the strength given, pulled toward 50% by the "
-        "judge's mistakes and ties and by task-to-task variation; rates from --win-rates first "
-        "have the ties they leave out shared evenly)"
-    )
+    lines += [
+        "(true win rate: what endless tasks would show through this judge, the target of the",
+        " intervals: the field's strengths pulled toward 50% by the judge's mistakes and ties and",
+        " by task-to-task variation; rates given with --win-rates first gain the ties they leave",
+        " out, shared evenly)",
+    ]
     lines += [
         "",
         f"{'adjacent pair':<18} {'head-to-head':>12} {'separated':>10} {'tasks for 80%':>14}",
