@@ -15,11 +15,11 @@ from openai_server import OpenAIServer, Reply
 from test_batch import CALLS, JUDGE, MODELS, TASKS, content_judge, write_answers, write_project
 
 from konkord.cli import cli
+from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.runs_config import Price
 from konkord.configuration.runspec import resolve_run
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.budget import Budget, count_tokens
-from konkord.providers.calls import CallSettings
 from konkord.stages.judge.judge import calls_to_make, judge_messages
 
 PRICE_IN, PRICE_OUT = 1e-6, 2e-6  # write_project's $1 and $2 per million
@@ -187,3 +187,43 @@ def test_dry_run_gives_the_time_at_the_deployments_rate_limits_and_calls_none(
     # 24 calls at 60 + 60 requests a minute: 12 s
     assert line.endswith(f"; {CALLS * 60 // 120} s at the configured rate limits")
     assert openai_server.requests == []
+
+
+def test_a_paid_reply_whose_reminder_the_cap_refuses_is_recorded(
+    demo: Path, openai_server: OpenAIServer
+) -> None:
+    """A judge reply with no verdict line is followed by a reminder; when --max-cost refuses
+    the reminder, the first reply (paid) used to be dropped, so the evidence said less was
+    spent than was billed. It is recorded with its cost, and a rerun sends only the reminder."""
+    spec = resolve_run("demo")
+    one_call = count_tokens(JUDGE, judge_messages(spec, calls_to_make(spec, (JUDGE,))[0]))
+    upper = one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT
+
+    def no_verdict_first(body: dict[str, Any], n: int) -> Reply:
+        if len(body["messages"]) == 2:  # the first ask: a reply as dear as it can be, no verdict
+            return Reply("Both are fine.", prompt_tokens=one_call, completion_tokens=MAX_TOKENS)
+        return content_judge(body, n)
+
+    openai_server.responder = no_verdict_first
+    code, output = judge_cli("--max-cost", f"{1.5 * upper}", "--concurrency", "1")
+    assert code == 1, output
+    billed = one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT
+    assert len(openai_server.requests) == 1
+    log = EvidenceLog(spec.run_dir)
+    [record] = log.records("verdicts")
+    assert record["kind"] == "failure" and record["reason"] == "no_verdict_line"
+    assert record["raw"] == "Both are fine."
+    assert "the reminder was not sent (--max-cost" in record["detail"]
+    assert record["cost_usd"] == pytest.approx(billed)
+    assert f"${billed:.4f} now (1 calls made)" in output
+
+    code, output = judge_cli("--max-cost", "1")
+    assert code == 0, output
+    firsts = [r for r in openai_server.requests if len(r["messages"]) == 2]
+    assert len(firsts) == len({r["messages"][1]["content"] for r in firsts}) == CALLS
+    spent = sum(r["cost_usd"] for r in log.records("verdicts"))
+    assert len(openai_server.requests) == CALLS * 2  # every first ask once, every reminder once
+    assert spent == pytest.approx(
+        billed + (CALLS - 1) * (one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT)
+        + CALLS * (10 * PRICE_IN + 5 * PRICE_OUT)
+    )

@@ -216,7 +216,7 @@ def test_a_task_with_many_pairs_shows_the_notable_ones_and_links_the_rest(
 ) -> None:
     from bs4 import BeautifulSoup
 
-    from konkord.site.task_pages import FOLD_PAIRS_OVER, notable
+    from konkord.site.folding import FOLD_PAIRS_OVER, notable
 
     models = [f"m/model-{k}" for k in range(9)]  # 36 pairs
     assert len(models) * (len(models) - 1) // 2 > FOLD_PAIRS_OVER

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from konkord.commands.inputs import RUN_NAME
+
 
 @click.command()
-@click.option("--run", "run_name", required=True, help="Run name (from runs.json or a manifest).")
+@click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run name (from runs.json or a manifest).")
 @click.option(
     "--judge", help="Calibrate only this judge [default: every judge in the results file]."
 )

@@ -16,11 +16,12 @@ from pydantic import (
     model_validator,
 )
 
+from konkord.configuration.deployments import Deployment
+from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.suite import SLUG, parse_located, slug_problem
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
 from konkord.evidence.paths import file_problem
-from konkord.providers.deployments import Deployment
 
 DEFAULT_RUNS_FILE = Path("runs.json")
 
@@ -28,7 +29,7 @@ DEFAULT_RUNS_FILE = Path("runs.json")
 class Price(BaseModel):
     """Prices in dollars per million tokens, for models litellm's cost map does not know."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(ge=0)
@@ -37,17 +38,17 @@ class Price(BaseModel):
 class Generation(BaseModel):
     """Settings that change an answer; each is part of the answer's cache key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    temperature: float | None = 0.0
-    max_tokens: int = Field(default=4096, gt=0)
-    seed: int | None = 0
+    temperature: float | None = Field(default=0.0, ge=0, le=TEMPERATURE_LIMIT)
+    max_tokens: int = Field(default=4096, gt=0, le=MAX_TOKENS_LIMIT)
+    seed: int | None = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
 
 
 class SimulatedLabeller(BaseModel):
     """A simulated person for demo runs: agrees with the truth with probability `accuracy`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     accuracy: float = Field(ge=0, le=1)
@@ -58,9 +59,22 @@ class LabelPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    n: int = Field(default=100, ge=0)
-    seed: int = 0
+    n: int = Field(default=100, ge=0, le=10_000_000)
+    seed: int = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
     simulated_labellers: tuple[SimulatedLabeller, ...] = ()
+
+
+def parse_confidence(spec: str) -> int | None:
+    """`logprobs` -> None; `samples:N` -> N (at least 2). Raises ValueError naming the problem."""
+    text = spec.strip().lower()
+    if text == "logprobs":
+        return None
+    name, _, count = text.partition(":")
+    if name == "samples" and count.isdigit() and int(count) >= 2:
+        return int(count)
+    raise ValueError(
+        f'"{spec}" is not a confidence source (use logprobs, or samples:N with N >= 2)'
+    )
 
 
 class Cascade(BaseModel):
@@ -68,18 +82,22 @@ class Cascade(BaseModel):
     orders, and a pair goes to the strong judge unless both orders agree and its averaged
     confidence reaches `accept_at`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     first_pass: str
     strong: str | None = Field(default=None, description="Default: the run's first judge.")
     accept_at: float = Field(default=0.8, ge=0.5, le=1.0)
     confidence: str = "logprobs"
+    audit: int | None = Field(
+        default=None,
+        ge=0,
+        description="Pairs the first pass decided that the strong judge also judges, so labels "
+        "can compare the two on the same pairs. Default: the label plan's n.",
+    )
 
     @field_validator("confidence")
     @classmethod
     def _confidence(cls, value: str) -> str:
-        from konkord.providers.confidence import parse_confidence
-
         parse_confidence(value)
         return value
 
@@ -123,7 +141,7 @@ class RunEntry(BaseModel):
     generation: Generation = Generation()
     api_base: str | None = None
     cascade: Cascade | None = None
-    # model -> its deployments (konkord.providers.deployments), or the name of a JSON file holding that map
+    # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
 
     @model_validator(mode="before")

@@ -185,6 +185,8 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
         return msg + (f' (did you mean "{close[0]}"?)' if close else " (check the spelling)")
     if kind == "missing":
         return "is required"
+    if kind == "finite_number":
+        return f"should be a finite number, not {error.get('input')}"
     ctx = error.get("ctx") or {}
     bounds = {
         "greater_than_equal": ("must be at least", "ge"),

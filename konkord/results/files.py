@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, Self, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,8 +24,22 @@ from konkord.errors import KonkordError
 from konkord.evidence.atomic import fsync_dir, write_atomic
 from konkord.results.tasks import TaskFiles, TaskView
 
-if TYPE_CHECKING:
-    from konkord.results.schema import Results
+
+class TasksHolder(Protocol):
+    """What this module needs of a results file (konkord.results.schema.Results), named here
+    so that the schema, which writes and reads through this module, is not imported back."""
+
+    @property
+    def run(self) -> str: ...
+    @property
+    def tasks(self) -> list[TaskView]: ...
+    @property
+    def task_files(self) -> TaskFiles | None: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
+
+
+ResultsT = TypeVar("ResultsT", bound=TasksHolder)
 
 # Tasks whose JSON is larger than this go to files of their own: the leaderboard's data stays
 # well under 5 MB and each task file is a few hundred KB at 20 models.
@@ -42,7 +56,7 @@ def task_folder(path: Path, run: str) -> Path:
     return path.parent / f"{run}.tasks"
 
 
-def dump_results(results: Results, path: Path) -> bytes:
+def dump_results(results: TasksHolder, path: Path) -> bytes:
     """The results file's bytes, writing the task files first when the tasks are large.
 
     Each task is serialised by pydantic straight to bytes, one at a time, so the whole file is
@@ -109,7 +123,7 @@ def task_file_paths(path: Path, files: TaskFiles) -> Iterator[tuple[str, Path]]:
         yield task_id, folder / f"{task_id}.json"
 
 
-def load_tasks(path: Path, results: Results) -> Results:
+def load_tasks(path: Path, results: ResultsT) -> ResultsT:
     """The results with their tasks read back from `task_files` (unchanged if inline)."""
     files = results.task_files
     if files is None:

@@ -37,6 +37,7 @@ from konkord.results.judging import (
     Kappa,
     KeyedRate,
     Positional,
+    RouteRow,
     SelectiveRow,
 )
 from konkord.results.tasks import (
@@ -90,7 +91,9 @@ __all__ = [
     "Positional",
     "Proportion",
     "Results",
+    "RouteRow",
     "SelectiveRow",
+    "SelfFamilyNote",
     "Strict",
     "SuiteInfo",
     "TaskFiles",
@@ -161,6 +164,21 @@ class BootstrapInfo(Strict):
     disconnected_handling: str | None = None
 
 
+class SelfFamilyNote(Strict):
+    """A judge of this ranking shares a provider family with ranked models (any source)."""
+
+    judge: str
+    family: str
+    models: list[str]
+    comparisons: int = Field(description="Decided comparisons involving those models.")
+    total: int
+    text: str
+    ratings_without: list[ModelRating] = Field(
+        default=[], description="The ranking fitted without those comparisons."
+    )
+    without_note: str = ""
+
+
 class JudgeBlock(Strict):
     """Everything about the ranking one judge produced; several judges give several blocks."""
 
@@ -183,8 +201,16 @@ class JudgeBlock(Strict):
         default={}, description="Figure captions (rank, forest, heatmap), from what ran."
     )
     calibration: Calibration = Calibration(status="uncalibrated")
+    self_family: list[SelfFamilyNote] = Field(
+        default=[], description="Judges in the same family as ranked models, and what it does."
+    )
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None
+
+    @property
+    def route_name(self) -> str:
+        """What the block ranks by, as shown: a cascade's own name, else the judge's."""
+        return self.cascade.route if self.cascade is not None and self.cascade.route else self.judge
 
 
 class CostLine(Strict):
@@ -281,6 +307,11 @@ class Results(Strict):
     )
     judge_panel: JudgePanel | None = Field(
         default=None, description="The judges compared (the Judges page); None in older files."
+    )
+    routes: list[RouteRow] = Field(
+        default=[],
+        description="A cascade's judges on their own (strong judge alone, first pass); the "
+        "cascade itself is the strong judge's place in judge_blocks, under its route name.",
     )
 
     def block(self, judge: str) -> JudgeBlock:

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from konkord.results.schema import Calibration, Disagreement, Results
+from konkord.site.folding import is_folded, notable
 from konkord.site.formatting import anchor
-from konkord.site.task_pages import is_folded, notable
 
 AGREEMENT_KEYS = ("n", "picks_passing", "ties", "picks_failing", "rate", "low", "high")
 

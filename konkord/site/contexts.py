@@ -78,7 +78,9 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         f"P(row model above column model), judge {block.judge}",
         [[(a, b) in above for b in order] for a in order],
     )
-    judge_cost = [line for line in results.cost if line.role == "judge" and line.who == block.judge]
+    judge_cost = [
+        line for line in results.cost if line.role == "judge" and line.who == block.route_name
+    ]
     anchored = block.anchored
     return {
         "anchored_plot": anchored_plot(
@@ -205,4 +207,4 @@ def calibration_context(results: Results) -> dict[str, Any]:
             if cascade is not None and cascade.labels
             else None
         )
-    return {"sections": sections, "headline": headline}
+    return {"sections": sections, "headline": headline, "routes": results.routes}

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from konkord.evidence.atomic import write_atomic
+from konkord.evidence.atomic import write_bytes_if_changed
+from konkord.results.buildstamp import MANIFEST_NAME
 from konkord.site.limits import refuse_large_file
 from konkord.site.render import sha256
 
-MANIFEST_NAME = ".konkord-build.json"
 MANIFEST_FORMAT = 1
 
 
@@ -51,17 +51,6 @@ class Manifest:
             out / MANIFEST_NAME,
             (json.dumps(data, sort_keys=True, indent=1) + "\n").encode(),
         )
-
-
-def write_bytes_if_changed(path: Path, data: bytes) -> bool:
-    """Write atomically, and only when the bytes differ: an unchanged file keeps its mtime."""
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    write_atomic(path, data, durable=False)  # pages are rebuilt from the results
-    return True
 
 
 @dataclass

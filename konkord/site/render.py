@@ -35,11 +35,11 @@ from konkord.site.environment import (
     sha256,
     template_hash,
 )
+from konkord.site.folding import is_folded
 from konkord.site.judges_page import judges_across_runs, judges_context
 from konkord.site.markdown import render_markdown
 from konkord.site.summary import RunSummary
 from konkord.site.task_pages import (
-    is_folded,
     other_verdicts_context,
     task_context,
     tasks_index_context,

@@ -6,6 +6,7 @@ from typing import Any
 
 from konkord.results.schema import ComparisonView, Results, TaskView
 from konkord.site.contexts import judge_sections
+from konkord.site.folding import is_folded, notable
 from konkord.site.formatting import anchor
 from konkord.site.markdown import summary_line
 
@@ -34,18 +35,6 @@ def tasks_index_context(results: Results) -> dict[str, Any]:
     return {"rows": rows}
 
 
-# Past this many pairs (eight models make 28) a task page shows in full only the pairs worth a
-# look: those people labelled, those a judge flipped or left incomplete. The others' verdicts are
-# on a second page, one link away, and their side-by-side view links the answers instead of
-# repeating them: at 20 models (190 pairs) the page stays a few hundred KB, not 700.
-FOLD_PAIRS_OVER = 28
-
-
-def notable(comparisons: list[ComparisonView]) -> bool:
-    """Whether a pair's verdicts are worth showing open: labelled, flipped or incomplete."""
-    return any(c.labels or c.flipped or not c.complete for c in comparisons)
-
-
 def _by_pair(task: TaskView) -> dict[frozenset[str], list[ComparisonView]]:
     verdicts: dict[frozenset[str], list[ComparisonView]] = {}
     for comparison in task.comparisons:
@@ -53,12 +42,6 @@ def _by_pair(task: TaskView) -> dict[frozenset[str], list[ComparisonView]]:
             comparison
         )
     return verdicts
-
-
-def is_folded(task: TaskView) -> bool:
-    """Whether the task has too many pairs to show every one in full on its page."""
-    n = len(task.answers)
-    return n * (n - 1) // 2 > FOLD_PAIRS_OVER
 
 
 def _groups(results: Results, comparisons: list[ComparisonView]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.door import check_options, make_client
-from konkord.providers.llm import is_offline_model
+from konkord.providers.loading import is_offline_model
 from konkord.stages.report.report import ReportOptions, build_results, inputs_digest
 from konkord.stages.run import answers_to_make
 
@@ -95,6 +95,14 @@ def ensure_run(
         if not owed:
             continue
         cascade = cascade_for(spec, judge)
+        if cascade is not None:
+            from konkord.stages.judge.cascade import no_logprobs_error, no_logprobs_replies
+
+            # A first pass without log-probabilities is a configuration error: build does not
+            # pay to hear it again.
+            refused = no_logprobs_replies(spec, cascade)
+            if refused:
+                raise no_logprobs_error(spec, cascade, refused)
         who = (judge,) if cascade is None else (cascade.first_pass, judge)
         _require_credentials(spec, f"verdicts of {judge}", owed, who)
         echo(f"  {spec.name}: judging {owed} calls with {' then '.join(who)}")

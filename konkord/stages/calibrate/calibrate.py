@@ -201,12 +201,14 @@ def calibrate_run(
     The rest of the file (ratings, diagnostics, the objective block) is left as `report` wrote it.
     """
     from konkord.configuration.display_names import rename_text, shown
-    from konkord.evidence.verdicts import combine_verdicts, load_verdicts
+    from konkord.evidence.verdicts import combine_verdicts
     from konkord.results.schema import read_results, write_results
+    from konkord.stages.decisions_of import decisions_of
     from konkord.stages.judge.cascade_print import format_cascade
     from konkord.stages.judge.cascade_report import cascade_block
-    from konkord.stages.judge.cascade_view import cascade_of, final_records
+    from konkord.stages.judge.cascade_view import final_records
     from konkord.stages.label.labels import current_labels
+    from konkord.stages.report.route_rows import route_rows
 
     path = spec.results_path
     if not path.exists():
@@ -225,25 +227,36 @@ def calibrate_run(
     answers = good_answers(spec, log)
     shas = answer_shas(answers)
     labels = list(current_labels(log).values())
+    decisions = decisions_of(spec, log, shas, labels)
+    cascade = decisions.cascade
     out: dict[str, R.Calibration] = {}
     for block in results.judge_blocks:
         if judge is not None and block.judge != judge:
             continue
-        records = load_verdicts(log, block.judge, answer_shas=shas)
-        cascade = cascade_of(spec, log, block.judge, shas)
-        if cascade is not None:  # the block ranks the cascade's verdicts: calibrate those
+        records = decisions.judge_records.get(block.judge, [])
+        if cascade is not None and block.judge == cascade.plan.strong:
+            # the block ranks the cascade's verdicts: calibrate those
             records = final_records(cascade)
-            block.cascade = cascade_block(cascade, labels, spec.prices)
+            block.cascade = cascade_block(decisions, spec.prices, spec.name)
         combined = combine_verdicts(records)
         calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
         calibration.objective = block.calibration.objective
         block.calibration = calibration
         describe(block, results.suite.task_count)
         out[block.judge] = calibration
-        for line in format_calibration(shown(block.judge, spec.names), calibration):
+        for line in format_calibration(block.route_name, calibration):
             echo(rename_text(line, spec.names))
         for line in format_cascade(block.cascade) if block.cascade is not None else []:
             echo(rename_text(line, spec.names))
+    if cascade is not None:
+        results.routes = route_rows(spec, log, decisions, answers)
+        for row in results.routes:
+            if row.calibration.status == "calibrated" and row.calibration.agreement is not None:
+                echo(
+                    f"{shown(row.name, spec.names)} ({row.role.replace('_', ' ')}): agreement with "
+                    "people "
+                    f"{row.calibration.agreement.k} of {row.calibration.agreement.n}"
+                )
     write_results(results, path)
     echo(f"updated {path}")
     return out

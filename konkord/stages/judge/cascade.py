@@ -36,14 +36,12 @@ from konkord.stages.judge.judge import (
     JudgeSummary,
     JudgeTally,
     ProgressCallback,
-    _items,
-    _record_prompt,
-    failed_keys,
     judge_run,
     preflight,
 )
 from konkord.stages.judge.judge_call import ask_judge, judge_messages, judge_settings, message_sha
 from konkord.stages.judge.judge_summary import tally_consistency
+from konkord.stages.judge.owed import done_keys, failed_keys, judge_items, record_prompt
 
 TOP_LOGPROBS = 5
 
@@ -54,7 +52,7 @@ def supports_logprobs(model: str, api_base: str | None = None) -> bool:
         return True
     if model.startswith("sim/"):
         return False
-    from konkord.providers.llm import load_litellm
+    from konkord.providers.loading import load_litellm
 
     litellm = load_litellm()
     try:
@@ -76,17 +74,28 @@ def check_first_pass(plan: CascadePlan, api_base: str | None) -> None:
         )
 
 
-def audit_pairs(spec: RunSpec, log: EvidenceLog) -> set[PairKey]:
-    """Pairs the strong judge judges whatever the first pass says: those labelled, and the
-    label plan's next `n` in its stratified order, so every label can compare both judges."""
+def audit_size(spec: RunSpec, plan: CascadePlan) -> int:
+    """How many accepted pairs the strong judge also judges: the plan's audit, else the label
+    plan's n."""
+    return spec.label_plan.n if plan.audit is None else plan.audit
+
+
+def audit_pairs(spec: RunSpec, log: EvidenceLog, accepted: set[PairKey], n: int) -> set[PairKey]:
+    """Pairs the strong judge judges although the first pass decided them: the first `n` of
+    the label plan's stratified order among the accepted pairs, and every labelled one, so
+    labels can compare the cascade with the strong judge alone on the same pairs."""
     from konkord.stages.current import current_labels
     from konkord.stages.label.sample import pool_for_run, stratified_order
 
     pool = pool_for_run(spec, log)
-    planned = stratified_order(pool, spec.label_plan.seed)[: spec.label_plan.n]
-    keys = {(c.task_id, c.model_a, c.model_b) for c in planned}
-    keys |= {(str(r["task_id"]), str(r["model_a"]), str(r["model_b"])) for r in current_labels(log)}
-    return keys
+    ordered = [
+        (c.task_id, c.model_a, c.model_b) for c in stratified_order(pool, spec.label_plan.seed)
+    ]
+    keys = set([key for key in ordered if key in accepted][:n])
+    labelled = {
+        (str(r["task_id"]), str(r["model_a"]), str(r["model_b"])) for r in current_labels(log)
+    }
+    return keys | (labelled & accepted)
 
 
 def _first_pass_done(
@@ -143,6 +152,29 @@ def _from_samples(item: JudgeItem, samples: list[Record], source: str) -> Record
     }
 
 
+def no_logprobs_error(spec: RunSpec, plan: CascadePlan, replies: int) -> KonkordError:
+    """The configuration error a first pass without log-probabilities is: one line, the fix."""
+    return KonkordError(
+        f'run {spec.name}: first-pass judge "{plan.first_pass}" answered without '
+        f"log-probabilities ({replies} {'reply' if replies == 1 else 'replies'} recorded as "
+        'no_logprobs), so its confidence cannot be read; set "confidence": "samples:5" in the '
+        "run's cascade, or choose a first pass whose provider returns log-probabilities, then "
+        f"`konkord judge --run {spec.name}` (build does not ask it again)"
+    )
+
+
+def no_logprobs_replies(spec: RunSpec, plan: CascadePlan) -> int:
+    """The first pass's current replies that carried no log-probabilities (logprobs plans)."""
+    if plan.samples is not None:
+        return 0
+    log = EvidenceLog(spec.run_dir)
+    fhash = frame_hash(compose_system_prompt(spec.suite))
+    latest = log.latest(
+        "verdicts", lambda r: r.get("judge") == plan.first_pass and r.get("frame_hash") == fhash
+    )
+    return sum(1 for r in latest.values() if r.get("reason") == "no_logprobs")
+
+
 async def first_pass_run(
     spec: RunSpec,
     plan: CascadePlan,
@@ -155,7 +187,7 @@ async def first_pass_run(
     log = EvidenceLog(spec.run_dir)
     system_prompt = compose_system_prompt(spec.suite)
     fhash = frame_hash(system_prompt)
-    items, _ = _items(spec, log, (plan.first_pass,))
+    items, _ = judge_items(spec, log, (plan.first_pass,))
     tally = JudgeTally(plan.first_pass)
     done = _first_pass_done(spec, log, plan, items)
     tally.already_recorded = len(done)
@@ -164,15 +196,19 @@ async def first_pass_run(
     # from the cache.
     unreadable = failed_keys(log, plan.first_pass, fhash)
     if todo:
-        _record_prompt(log, spec, system_prompt, plan.first_pass)
+        record_prompt(log, spec, system_prompt, plan.first_pass)
     gate = asyncio.Semaphore(max(1, concurrency))
     finished = len(items) - len(todo)
     if on_progress:
         on_progress(finished, len(items))
 
+    no_logprobs = 0  # a configuration error: no call is made after the first such reply
+
     async def judge_one(item: JudgeItem) -> None:
-        nonlocal finished
+        nonlocal finished, no_logprobs
         async with gate:
+            if no_logprobs:
+                return
             if plan.samples is None:
                 asked = replace(settings, top_logprobs=TOP_LOGPROBS)
                 use_cache = item.key not in unreadable
@@ -189,6 +225,8 @@ async def first_pass_run(
                     calls += made
                 record = _from_samples(item, samples, plan.confidence)
         log.append("verdicts", record)
+        if record.get("reason") == "no_logprobs":
+            no_logprobs += 1
         where = f"{item.task.id} / {item.model_a} vs {item.model_b} ({item.order})"
         tally.count(record, where, all(c.cached for c in calls))
         finished += 1
@@ -196,6 +234,8 @@ async def first_pass_run(
             on_progress(finished, len(items))
 
     await asyncio.gather(*(unless_not_launched(judge_one(item)) for item in todo))
+    if no_logprobs:
+        raise no_logprobs_error(spec, plan, no_logprobs)
     done = _first_pass_done(spec, log, plan, items)
     current = [
         r
@@ -211,9 +251,9 @@ def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
     log = EvidenceLog(spec.run_dir)
     pairs = cascade_pairs(spec, log, plan)
     accepted = {k for k, ok in zip(pairs.keys, pairs.accepted, strict=True) if ok}
-    items, _ = _items(spec, log, (plan.strong,))
+    items, _ = judge_items(spec, log, (plan.strong,))
     every = {(i.task.id, i.model_a, i.model_b) for i in items}
-    return (every - accepted) | (audit_pairs(spec, log) & every)
+    return (every - accepted) | (audit_pairs(spec, log, accepted, audit_size(spec, plan)) & every)
 
 
 def cascade_for(spec: RunSpec, judge: str) -> CascadePlan | None:
@@ -224,16 +264,15 @@ def cascade_for(spec: RunSpec, judge: str) -> CascadePlan | None:
 
 def missing_calls(spec: RunSpec, plan: CascadePlan) -> int:
     """Calls the cascade still owes: the first pass's, then the strong judge's on its pairs."""
-    from konkord.stages.judge.judge import _done_keys
 
     log = EvidenceLog(spec.run_dir)
     fhash = frame_hash(compose_system_prompt(spec.suite))
-    first_items, _ = _items(spec, log, (plan.first_pass,))
+    first_items, _ = judge_items(spec, log, (plan.first_pass,))
     owed = len(first_items) - len(_first_pass_done(spec, log, plan, first_items))
     wanted = strong_pairs(spec, plan)
-    strong_items, _ = _items(spec, log, (plan.strong,))
+    strong_items, _ = judge_items(spec, log, (plan.strong,))
     strong_items = [i for i in strong_items if (i.task.id, i.model_a, i.model_b) in wanted]
-    return owed + len(strong_items) - len(_done_keys(spec, log, plan.strong, fhash, strong_items))
+    return owed + len(strong_items) - len(done_keys(spec, log, plan.strong, fhash, strong_items))
 
 
 @one_writer("judge", lambda spec, *args, **kwargs: spec.run_dir)
@@ -287,10 +326,17 @@ def cascade_lines(spec: RunSpec, plan: CascadePlan) -> list[str]:
         return ["cascade: the first pass has no pair judged in both orders yet"]
     deciders = Counter(pairs.decided_by(i) for i in range(total))
     share = deciders["first_pass"] / total
+    audited = sum(
+        1
+        for i, key in enumerate(pairs.keys)
+        if pairs.accepted[i] and (v := pairs.strong.get(key)) is not None and v.complete
+    )
     line = (
         f"cascade at {plan.accept_at:g}: first pass {plan.first_pass} decided "
-        f"{deciders['first_pass']} of {total} pairs ({share:.0%}); escalated to "
-        f"{plan.strong}: {total - deciders['first_pass']}"
+        f"{deciders['first_pass']} of {total} pairs ({share:.0%}); the strong judge "
+        f"{plan.strong} judged {total - deciders['first_pass']} escalated + {audited} audited "
+        f"(of {audit_size(spec, plan)} asked: pairs the first pass decided, judged again so "
+        "labels can compare the two)"
     )
     if deciders["pending"]:
         line += f" ({deciders['pending']} still to judge)"

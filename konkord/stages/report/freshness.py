@@ -40,6 +40,9 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
     """A hash of everything a results file is computed from, to tell when it is stale."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
+    # Prices set every cost figure where no cost was recorded (the one cost rule).
+    prices = {m: p.model_dump() for m, p in sorted(spec.prices.items())}
+    digest.update(f"|prices={prices}|label_plan_n={spec.label_plan.n}".encode())
     digest.update(spec.suite.model_dump_json().encode())
     if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
         digest.update(spec.cascade.model_dump_json().encode())

@@ -5,7 +5,14 @@ people's reference line, and the panel ranking beside each judge's own."""
 from __future__ import annotations
 
 from konkord.results import schema as R
-from konkord.results.judges_table import PANEL, JudgeRow, JudgeTable
+from konkord.results.judges_table import (
+    PANEL,
+    JudgeRow,
+    JudgeTable,
+    latency,
+    money_per_1000,
+    split_text,
+)
 
 
 def _pct(p: R.Proportion | R.TaskMean | None, digits: int = 0) -> str:
@@ -37,24 +44,6 @@ def _kappa(k: R.Kappa | None) -> str:
     if k.low is None or k.high is None:
         return f"{k.value:.3f}"
     return f"{k.value:.3f} (95% CI {k.low:.3f} to {k.high:.3f})"
-
-
-def split_text(p: R.Proportion) -> str:
-    """The positional split as "68/32": first-shown against second-shown wins, in percent."""
-    if p.rate is None:
-        return "n/a"
-    first = round(100 * p.rate)
-    return f"{first}/{100 - first}"
-
-
-def money_per_1000(row: JudgeRow) -> str:
-    if not row.cost_recorded:
-        return "n/a"
-    return "unknown" if row.cost_per_1000 is None else f"${row.cost_per_1000:.2f}"
-
-
-def latency(row: JudgeRow) -> str:
-    return "n/a" if row.median_latency_s is None else f"{row.median_latency_s:.2f}s"
 
 
 HEADER = (
@@ -90,11 +79,8 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
     ]
     for row in table.rows:
         lines.append(f"  J{row.number}  {row.judge}")
-        if row.cascade_first_pass:
-            lines.append(
-                f"      a cascade: first pass {row.cascade_first_pass} where confident, "
-                "this judge elsewhere"
-            )
+        if row.note:
+            lines.append(f"      {row.note}")
     lines += ["", HEADER, *(_line(row) for row in table.rows)]
     hh = table.people
     if hh is not None:
@@ -124,6 +110,11 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
             "",
             f"J{row.number} {row.judge}",
             f"  agreement with people  {_full(row.people)}",
+            *(
+                [f"    on the pairs it decided {_full(row.people_decided)}"]
+                if row.people_decided is not None
+                else []
+            ),
             f"  Cohen's kappa          {_kappa(row.kappa)}",
             f"  agreement with tests   {_full(row.tests, ' pairs where one answer passes')}",
             f"  consensus match        {_mean(row.consensus)}",
@@ -158,7 +149,8 @@ def format_ranks(table: JudgeTable) -> list[str]:
         return []
     panel = {r.model: r for r in table.panel}
     width = max((len(m) for m in table.models), default=5)
-    heads = "".join(f"{'J' + str(row.number):>5}" for row in table.rows)
+    ranked = [row for row in table.rows if row.has_block]  # a cascade's judges alone have none
+    heads = "".join(f"{'J' + str(row.number):>5}" for row in ranked)
     title = (
         f"Ranking of the {PANEL}, beside each judge's order by point estimate"
         if panel
@@ -175,6 +167,6 @@ def format_ranks(table: JudgeTable) -> list[str]:
             if rate and wr is not None and wr.low is not None and wr.high is not None:
                 rate += f" ({100 * wr.low:.0f}-{100 * wr.high:.0f}%)"
             panel_cells = f"  {_rank_range(rating):>5}  {rate:<20}"
-        ranks = "".join(f"{row.places.get(model, '-'):>5}" for row in table.rows)
+        ranks = "".join(f"{row.places.get(model, '-'):>5}" for row in ranked)
         lines.append(f"  {model:<{width}}{panel_cells}{ranks}")
     return lines

@@ -5,7 +5,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from konkord.results.schema import CostLine, Interval, JudgeBlock, Proportion, Results
+from konkord.results.schema import (
+    CascadeBlock,
+    CostLine,
+    Interval,
+    JudgeBlock,
+    Proportion,
+    Results,
+)
 
 
 def _pct(value: float | None) -> str:
@@ -36,6 +43,8 @@ def format_cost(line: CostLine | None) -> str:
         return "n/a"
     if line.cost_usd is not None:
         return f"${line.cost_usd:.4f}"
+    if not line.known_cost_usd:
+        return "unknown"
     return f"${line.known_cost_usd:.4f} + unknown"
 
 
@@ -47,15 +56,28 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         if calibration.status == "calibrated"
         else "UNCALIBRATED: no human labels, so nobody has checked this judge"
     )
-    console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
     if block.cascade is not None:
         k = block.cascade
+        console.print(f"[bold]cascade {k.route or block.judge}[/bold]  {verdict}")
         console.print(
-            f"  cascade: first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
-            f"pairs at {k.accept_at:g}, this judge {k.decided_strong}"
+            f"  first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
+            f"pairs at {k.accept_at:g}, the strong judge {k.decided_strong}"
             + (f", {k.pending} pending" if k.pending else "")
             + "; `konkord calibrate` shows what it is worth"
         )
+        console.print(f"  {selective_line(k)}")
+    else:
+        console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
+    for note in block.self_family:
+        console.print(f"  [bold]{note.text}[/bold]")
+    if block.self_family:
+        note = block.self_family[0]
+        console.print(f"  {note.without_note}")
+        for rating in note.ratings_without:
+            console.print(
+                f"    {_rank_range(rating.rank_best, rating.rank_worst, rating.rank):>5}  "
+                f"{rating.model}  {_interval(rating.win_rate_vs_field)}"
+            )
     table = Table(show_edge=False, pad_edge=False, box=None)
     for column in ("rank", "model", "rating", "win rate vs field [95%]", "cost"):
         table.add_column(column, justify="right" if column != "model" else "left")
@@ -134,6 +156,21 @@ def _anchored(console: Console, block: JudgeBlock) -> None:
         console.print(f"  - {text}", markup=False)
     if a.holdout is not None:
         console.print(f"  {a.holdout.summary}", markup=False)
+
+
+def selective_line(k: CascadeBlock) -> str:
+    """The selective-accuracy row at the run's own threshold, in one line."""
+    row = next((r for r in k.selective if abs(r.threshold - k.accept_at) < 1e-9), None)
+    if row is None:
+        return f"selective accuracy at {k.accept_at:g}: not in the table"
+    if row.agreement.rate is None:
+        agreement = "no labels on those pairs"
+    else:
+        agreement = f"agreement with people there {_proportion(row.agreement)}"
+    return (
+        f"selective accuracy at {k.accept_at:g}: the first pass decides "
+        f"{row.decided.k} of {row.decided.n} pairs; {agreement}"
+    )
 
 
 def print_report(results: Results) -> None:
