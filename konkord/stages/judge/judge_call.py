@@ -17,9 +17,9 @@ from konkord.configuration.judge_frame import (
 )
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.suite import Task
+from konkord.errors import NotLaunched
 from konkord.evidence.log import Record, now_iso
 from konkord.evidence.verdicts import answer_sha
-from konkord.providers.calls import NotLaunched
 from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
 
 
