@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from konkord.providers.credentials import strip_url_credentials
+from konkord.configuration.credentials import strip_url_credentials
 
 SHOWN = 10
 GROUPED_FROM = 4  # calls with the same error; fewer are listed one by one
