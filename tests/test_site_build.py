@@ -83,7 +83,7 @@ def test_an_unlisted_results_file_whose_run_can_be_published_names_publish_and_i
     (consistent / stray.suite.path).write_text((consistent / "scratch" / stray.suite.path).read_text())
     write_results(stray, consistent / "results/stray.json")
     (consistent / "runs/stray").mkdir(parents=True)
-    manifest = {"name": "stray", "suite": stray.suite.path, "models": ["m/a", "m/b"]}
+    manifest = {"name": "stray", "suite": stray.suite.path, "models": ["m/a", "m/b"], "judges": ["j/x"]}
     (consistent / "runs/stray/run.json").write_text(json.dumps(manifest))
     summary = build_site(OUT, offline=True, runs_file=RUNS)
     assert summary.runs == ["one", "two"]
