@@ -21,7 +21,7 @@ from konkord.configuration.runspec import resolve_run
 from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.results.schema import write_results
 from konkord.site.markdown import render_markdown
-from konkord.stages.calibrate.calibrate import calibrate_run
+from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stats import bootstrap, comparisons, verdicts, wilson_interval
 from konkord.stats.floors import sign_tests

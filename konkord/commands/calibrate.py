@@ -26,7 +26,7 @@ def calibrate(run_name: str, judge: str | None) -> None:
     `konkord report` would. Calls no model.
     """
     from konkord.configuration.runspec import resolve_run
-    from konkord.stages.calibrate.calibrate import calibrate_run
+    from konkord.stages.calibrate.calibrate_run import calibrate_run
 
     spec = resolve_run(run_name)
     if not spec.results_path.exists():

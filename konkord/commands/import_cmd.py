@@ -17,7 +17,7 @@ def import_cmd() -> None:
 
 @import_cmd.command(name="mt-bench-human")
 @click.argument(
-    "paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+    "paths", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
 @click.option(
     "--run", "run_name", type=RUN_NAME, default="mt-bench-human", show_default=True, help="Name of the new run."

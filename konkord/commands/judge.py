@@ -85,11 +85,14 @@ def judge(
     failed or stale. Credentials come from the environment or a .env file.
     """
     from konkord.commands.progress import progress_bar
+    from konkord.configuration.credentials import url_credentials_problem
     from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
     from konkord.providers.model_names import check_model_names
     from konkord.stages.judge.judge import judge_run, planned_calls, preflight, summary_lines
 
+    if url_credentials_problem(api_base):
+        raise KonkordError(f"--api-base {url_credentials_problem(api_base)}")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
     named = (*chosen, *([first_pass] if first_pass else []))

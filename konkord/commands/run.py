@@ -89,11 +89,14 @@ def run(
     import asyncio
     import warnings
 
+    from konkord.configuration.credentials import url_credentials_problem
     from konkord.evidence.log import EvidenceLog, TornLineWarning
     from konkord.providers.failures import failure_lines
     from konkord.providers.model_names import check_model_names
     from konkord.stages.run import answers_to_make
 
+    if url_credentials_problem(api_base):
+        raise _error(f"--api-base {url_credentials_problem(api_base)}")
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
     log = EvidenceLog(spec.run_dir)
     with warnings.catch_warnings():
@@ -105,8 +108,7 @@ def run(
         check_model_names(routed, "--models", spec.settings.api_base)
 
         from konkord.commands.progress import progress_bar
-        from konkord.configuration.credentials import has_url_credentials
-        from konkord.configuration.runspec import manifest_path, write_manifest
+        from konkord.configuration.runspec import write_manifest
         from konkord.evidence.stopping import run_lock
         from konkord.providers.door import check_options, check_prices, make_client
         from konkord.providers.llm import missing_credentials
@@ -134,13 +136,6 @@ def run(
         click.get_current_context().with_resource(run_lock(spec.run_dir, "run"))
         if not spec.in_runs_file:
             write_manifest(spec)
-            if has_url_credentials(spec.settings.api_base):
-                click.echo(
-                    f"note: the credentials in --api-base are used but not stored in "
-                    f"{manifest_path(spec.name)}; give --api-base again to later stages, or "
-                    "put the key in .env",
-                    err=True,
-                )
         if log.read("answers").torn:
             click.secho(
                 f"note: {log.path('answers')} ends with an incomplete line (a crash mid-write); "

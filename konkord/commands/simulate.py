@@ -80,6 +80,13 @@ def _rates(value: str | None) -> list[float] | None:
     type=whole(1, 1000),
     help="Which model the biased judge favours, 1 = strongest [middle of the field].",
 )
+@click.option(
+    "--length-bias",
+    type=finite(-50, 50),
+    help="A judge that prefers longer answers by this many log-odds per unit of normalised "
+    "length difference (weaker models writing longer): prints how often the plain and the "
+    "style-controlled intervals cover people's ranking, and the coefficient's coverage.",
+)
 @click.option("--gap", type=finite(0, 1, low_open=True), help="Also price this gap (0.10 = ten points of win rate).")
 @click.option("--runs", type=whole(1, 1_000_000), default=200, show_default=True, help="Simulated runs.")
 @click.option("--resamples", type=whole(10, 1_000_000), default=500, show_default=True, help="Bootstrap resamples per run.")
@@ -112,6 +119,7 @@ def simulate(
     labeller_accuracy: float,
     judge_bias: float | None,
     favour: int | None,
+    length_bias: float | None,
     gap: float | None,
     runs: int,
     resamples: int,
@@ -178,6 +186,9 @@ def simulate(
     if judge_bias is not None:
         _biased_judge(plan, judge_bias, favour, names)
         return
+    if length_bias is not None:
+        _length_biased_judge(plan, length_bias)
+        return
     click.echo(f"simulating {runs} runs ...", err=True)
     outlook = sim.run_plan(plan)
     sweep = None
@@ -221,3 +232,16 @@ def _biased_judge(plan: Plan, bias: float, favour: int | None, names: list[str])
         strength=plan.strength, favoured=favoured - 1,
     )
     click.echo("\n".join(anchored_lines(plan, study, bias, names[favoured - 1])))
+
+
+def _length_biased_judge(plan: Plan, coefficient: float) -> None:
+    """The length-biased-judge study: plain and style-controlled intervals against people."""
+    from konkord.stages.simulate.simulate_summary import style_lines
+    from konkord.stats.style_sim import style_coverage_study
+
+    click.echo(f"simulating {plan.runs} runs with a length-biased judge ...", err=True)
+    study = style_coverage_study(
+        plan.runs, plan.n_models, plan.n_tasks, coefficient, resamples=plan.resamples,
+        seed=plan.seed, strength=plan.strength,
+    )
+    click.echo("\n".join(style_lines(plan, study, coefficient)))

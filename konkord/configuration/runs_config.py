@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.deployments import Deployment
 from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.suite import SLUG, parse_located, slug_problem
@@ -141,6 +142,8 @@ class RunEntry(BaseModel):
     generation: Generation = Generation()
     api_base: str | None = None
     cascade: Cascade | None = None
+    # Style control (the ranking with length and formatting taken out) is on unless switched off.
+    style_control: bool = True
     # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
 
@@ -180,6 +183,14 @@ class RunEntry(BaseModel):
     def _slug(cls, value: str) -> str:
         if not SLUG.match(value):
             raise ValueError(slug_problem(value))
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_credentials_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("suite")
@@ -329,7 +340,10 @@ def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) 
         seen[run.name] = index
         for loc, problem in run.problems():
             raise SuiteError(f"{runs.where(('runs', index, *loc))} {problem}")
-        for field, value in (("suite", Path(run.suite)), ("results", run.results_path)):
+        paths = [("suite", Path(run.suite)), ("results", run.results_path)]
+        if isinstance(run.deployments, str):  # read like the suite: never from outside
+            paths.append(("deployments", Path(run.deployments)))
+        for field, value in paths:
             outside = file_problem(value, path.parent)
             if outside is not None:
                 raise SuiteError(f"{runs.where(('runs', index, field))} {outside}")

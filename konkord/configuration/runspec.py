@@ -48,6 +48,7 @@ class RunSpec:
     deployments: dict[str, tuple[Deployment, ...]] = field(default_factory=dict)
     deployments_file: Path | None = None  # where `deployments` came from, if from a file
     names: dict[str, str] = field(default_factory=dict)  # full spec -> display name (runs.json)
+    style_control: bool = True  # runs.json "style_control": false switches it off
 
     @property
     def run_dir(self) -> Path:
@@ -76,6 +77,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         cascade=entry.cascade,
         deployments_file=base / entry.deployments if isinstance(entry.deployments, str) else None,
         names=dict(entry.names),
+        style_control=entry.style_control,
     )
 
 

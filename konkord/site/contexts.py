@@ -11,6 +11,7 @@ from konkord.site.anchored_svg import anchored_plot
 from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
 from konkord.site.markdown import render_markdown
+from konkord.site.style_svg import style_plot
 from konkord.site.svg import ForestRow, forest_plot, heatmap
 
 
@@ -49,11 +50,14 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
     group_sizes: dict[int, int] = {}
     for rating in block.ratings:
         group_sizes[rating.rank_group] = group_sizes.get(rating.rank_group, 0) + 1
+    style = block.style
+    controlled = {r.model: r for r in style.judge.ratings} if style is not None else {}
     rows = [
         {
             "rating": rating,
             "tied": group_sizes[rating.rank_group] > 1,
             "cost": costs.get(rating.model),
+            "style": controlled.get(rating.model),
         }
         for rating in block.ratings
     ]
@@ -86,6 +90,9 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         "anchored_plot": anchored_plot(
             block.ratings, anchored.ratings, f"Judge alone and anchored to people, {block.judge}"
         ) if anchored is not None and anchored.status == "anchored" else None,
+        "style_plot": style_plot(
+            style.coefficients, f"Style coefficients of judge {block.judge} and of people"
+        ) if style is not None and any(c.judge is not None for c in style.coefficients) else None,
         "rows": rows,
         "forest": forest,
         "heatmap": grid,
@@ -178,6 +185,21 @@ def shared_methods(results: Results) -> tuple[list[str], list[dict[str, Any]]]:
     return common, own
 
 
+def distinct_styles(results: Results) -> list[dict[str, Any]]:
+    """Each distinct style-control method once, with the judges whose rankings it controlled."""
+    groups: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for section in judge_sections(results):
+        style = section["block"].style
+        if style is None:
+            continue
+        key = (style.method, tuple(style.feature_rules))
+        group = groups.setdefault(
+            key, {"method": style.method, "feature_rules": style.feature_rules, "judges": []}
+        )
+        group["judges"].append(section)
+    return list(groups.values())
+
+
 def methodology_context(results: Results, content: Mapping[str, ContentFile]) -> dict[str, Any]:
     prose = content.get(METHODOLOGY_CONTENT)
     common, own = shared_methods(results)
@@ -191,6 +213,7 @@ def methodology_context(results: Results, content: Mapping[str, ContentFile]) ->
         and bool(rubric)
         and all(p["text"] and rubric in p["text"] for p in prompts),
         "common_methods": common,
+        "styles": distinct_styles(results),
         "prose": render_markdown(prose.text) if prose else None,
     }
 

@@ -17,6 +17,7 @@ from konkord import __version__
 from konkord.site.formatting import (
     anchor,
     data_html,
+    fmt_coefficient,
     fmt_interval,
     fmt_kappa,
     fmt_line_cost,
@@ -128,6 +129,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         rate=fmt_rate,
         proportion_plain=fmt_proportion_plain,
         kappa=fmt_kappa,
+        coefficient=fmt_coefficient,
         money=fmt_money,
         cost=fmt_line_cost,
         seconds=fmt_seconds,

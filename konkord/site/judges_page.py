@@ -152,6 +152,19 @@ COLUMNS = (
 )
 
 
+def length_above_people(results: Results) -> list[dict[str, Any]]:
+    """Judges whose style-controlled length coefficient exceeds people's (the difference's
+    interval above 0), each with the two coefficients and their difference."""
+    out = []
+    for number, block in enumerate(results.judge_blocks, start=1):
+        style = block.style
+        if style is None or not style.length_above_people:
+            continue
+        length = next(c for c in style.coefficients if c.feature == "tokens")
+        out.append({"label": f"J{number}", "judge": block.judge, "coefficient": length})
+    return out
+
+
 def judges_context(results: Results) -> dict[str, Any]:
     """What templates/judges.html shows: rows pre-formatted where a figure is not a plain
     proportion, the panel ranking with each judge's place, and the picture."""
@@ -203,6 +216,7 @@ def judges_context(results: Results) -> dict[str, Any]:
         "Each model's place under the panel (all judges pooled) and under each judge",
     )
     return {
+        "length_above_people": length_above_people(results),
         "table": table,
         "rows": rows,
         "reference": reference,

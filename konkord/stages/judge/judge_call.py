@@ -189,6 +189,13 @@ async def ask_judge(
             "detail": final.error,
             "raw": final.text,
         }
+    elif not final.ok and final.error_kind == "filtered":
+        record |= {
+            "kind": "failure",
+            "reason": "content_filter",
+            "detail": final.error,
+            "raw": final.raw,
+        }
     elif not final.ok:
         record |= {
             "kind": "failure",

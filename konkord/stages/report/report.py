@@ -19,6 +19,7 @@ from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.calibrate.methods import describe
+from konkord.stages.calibrate.route_rows import route_rows
 from konkord.stages.current import (
     answer_shas,
     current_labels,
@@ -34,8 +35,8 @@ from konkord.stages.report.freshness import DEFAULT_RESAMPLES, ReportOptions, in
 from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
+from konkord.stages.report.report_style import answer_features, style_block
 from konkord.stages.report.report_views import cost_line, pass_rates_block, task_views
-from konkord.stages.report.route_rows import route_rows
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -143,6 +144,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
     cascade = decisions.cascade
     if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
         judges = [j for j in judges if j != plan.first_pass]
+    features = answer_features(answers) if spec.style_control else {}
     blocks = []
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     cost = [
@@ -163,6 +165,9 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
+        block.style = style_block(
+            spec, block, [c for c in combined if c.complete], labels, features, options
+        )
         deciders = (
             [cascade.plan.first_pass, judge]
             if cascade is not None and judge == cascade.plan.strong
@@ -181,7 +186,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records, spec.prices.get(judge)))
     suite = spec.suite
-    tasks = task_views(spec, answers, combined_by_judge, labels, checks)
+    tasks = task_views(spec, answers, combined_by_judge, labels, checks, features)
     if cascade is not None:
         mark_comparisons(tasks, cascade)
     return R.Results(

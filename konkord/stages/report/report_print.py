@@ -92,6 +92,7 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     console.print(table)
     for claim in block.claims:
         console.print(f"  - {claim.text}")
+    _style(console, block)
     d = block.diagnostics
     worst = ", ".join(
         f"{r.key} {_pct(r.proportion.rate)}" for r in d.flips_by_pair[:3] if r.proportion.k
@@ -131,6 +132,33 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
             f"  [red]warning: the fit did not converge (gradient norm {d.fit.gradient_norm:.2e})"
         )
     _anchored(console, block)
+
+
+def _style(console: Console, block: JudgeBlock) -> None:
+    """The style-controlled ranking after the plain one, and a line per coefficient."""
+    style = block.style
+    if style is None:
+        return
+    console.print(f"  style-controlled ({', '.join(style.features) or 'no feature varies'}):",
+                  markup=False)
+    for row in style.judge.ratings:
+        moved = f"{row.movement:+d}" if row.movement else "="
+        console.print(
+            f"    {_rank_range(row.rank_best, row.rank_worst, row.position):>5}  {row.model}  "
+            f"{_interval(row.win_rate_vs_field)}  {moved}",
+            markup=False,
+        )
+    for text in style.judge.claims:
+        console.print(f"  - {text}", markup=False)
+    for coef in style.coefficients:
+        if coef.judge is not None:
+            console.print(f"  style {coef.feature}: {coef.text}", markup=False)
+    unmeasured = [c.description for c in style.coefficients if c.judge is None]
+    if unmeasured:
+        console.print(f"  style not estimated (no judged pair differs in it): "
+                      f"{', '.join(unmeasured)}", markup=False)
+    if style.people is not None and style.people.status != "fitted":
+        console.print(f"  {style.people.summary}", markup=False)
 
 
 def _anchored(console: Console, block: JudgeBlock) -> None:

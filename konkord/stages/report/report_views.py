@@ -44,6 +44,7 @@ def task_views(
     combined_by_judge: dict[str, list[CombinedVerdict]],
     labels: list[Record],
     checks: dict[tuple[str, str, str], Record],
+    features: dict[tuple[str, str], dict[str, int]] | None = None,
 ) -> list[R.TaskView]:
     labels_by_item: dict[tuple[str, str, str], list[R.LabelView]] = {}
     for rec in labels:
@@ -87,6 +88,7 @@ def task_views(
                         for check in task.checks
                         if (task.id, model, check) in checks
                     ],
+                    style=(features or {}).get((task.id, model)),
                 )
             )
         comparisons = []

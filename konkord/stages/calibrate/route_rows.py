@@ -9,9 +9,8 @@ from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import calibration_block
-from konkord.stages.current import proportion
+from konkord.stages.current import positional, proportion
 from konkord.stages.decisions import RunDecisions
-from konkord.stages.report.report_ranking import positional
 
 
 def _calibration(
