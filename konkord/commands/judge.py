@@ -109,9 +109,16 @@ def judge(
         click.get_current_context().with_resource(run_lock(spec.run_dir, "judge"))
     plan = cascade_plan(spec, judges, first_pass, accept_at, confidence, audit)
     if plan is not None:
+        if dry_run and not batch and max_cost is None:
+            from konkord.stages.dry_run import cascade_estimates
+
+            estimates, strong_line = cascade_estimates(spec, plan, max_tokens)
+            print_estimates(estimates, False)
+            click.echo(strong_line)
+            return
         if batch or dry_run or max_cost is not None:
             raise KonkordError(
-                "--batch, --dry-run and --max-cost do not drive a first-pass cascade yet: "
+                "--batch and --max-cost do not drive a first-pass cascade yet: "
                 "judge without them, or without the cascade"
             )
         run_cascade(spec, plan, concurrency, max_tokens, api_base)

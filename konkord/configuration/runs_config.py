@@ -235,6 +235,10 @@ class RunsFile(BaseModel):
         """Where run `index`'s suite is: relative paths are relative to runs.json's directory."""
         return self._path.parent / self.runs[index].suite
 
+    def deployments_file(self, index: int) -> Path:
+        """Where the deployments file a run names is (beside runs.json)."""
+        return self._path.parent / str(self.runs[index].deployments)
+
     def check_suite_exists(self, index: int) -> None:
         """Refuse a run whose suite file is missing, naming the line in runs.json."""
         suite = self.suite_file(index)

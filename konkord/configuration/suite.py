@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from konkord.configuration.turns import check_turns
 from konkord.configuration.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
@@ -274,16 +275,21 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
 
 def _pydantic_message(
     path: Path, located: Located, exc: ValidationError, model: type[BaseModel]
-) -> str:
-    """The first validation error as `file:line: field message`, the way a person reads it."""
+) -> tuple[str, list[str]]:
+    """The first validation error as `file:line: field message`, the way a person reads it
+    (with a count of the others), and every error in that form."""
     # A misspelt key also makes its field "missing": the spelling hint is the useful message.
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    first = errors[0]
-    loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-    line = f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(first, model)}"
+    problems = []
+    for error in errors:
+        loc: Loc = tuple(p for p in error["loc"] if isinstance(p, str | int))
+        problems.append(
+            f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(error, model)}"
+        )
+    line = problems[0]
     if len(errors) > 1:
         line += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return line
+    return line, problems
 
 
 def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
@@ -293,7 +299,8 @@ def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate(located.data)
     except ValidationError as exc:
-        raise SuiteError(_pydantic_message(path, located, exc, model)) from None
+        message, problems = _pydantic_message(path, located, exc, model)
+        raise SuiteError(message, problems) from None
 
 
 def _verdict_line(path: Path, located: Located) -> int:
@@ -323,7 +330,7 @@ def _load_suite(path: Path) -> Suite:
             "owns the judge's response format and adds the verdict instructions itself; "
             "remove that sentence"
         )
-    _check_turns(path, located)
+    check_turns(path, located)
     suite: Suite = parse_located(path, located, Suite)
     seen: dict[str, int] = {}
     for index, task in enumerate(suite.tasks):
@@ -337,38 +344,26 @@ def _load_suite(path: Path) -> Suite:
     return suite
 
 
-def _check_turns(path: Path, located: Located) -> None:
-    """The mistakes a conversation invites, named at their own line before field validation."""
-    tasks = located.data.get("tasks") if isinstance(located.data, dict) else None
-    for index, task in enumerate(tasks if isinstance(tasks, list) else []):
-        if not isinstance(task, dict) or "turns" not in task:
+def tests_problems(path: Path | str, suite: Suite) -> list[str]:
+    """`file:line: field message` for each task whose tests do not compile. `konkord validate`
+    asks this; a stage does not (`konkord check` records such tests as the task's failure).
+    The line is the failing line itself inside a block (`tests: |`), else the field's line."""
+    path = Path(path)
+    located: Located | None = None
+    problems = []
+    for index, task in enumerate(suite.tasks):
+        if not task.tests:
             continue
-        where = ("tasks", index, "turns")
-        name = f"tasks[{index}].turns"
-        if "prompt" in task:
-            raise SuiteError(
-                f"{path}:{located.line_of(('tasks', index, 'prompt'))}: tasks[{index}] gives both "
-                "prompt and turns: write a single prompt, or the conversation's turns, not both"
-            )
-        turns = task["turns"]
-        if not isinstance(turns, list) or not turns:
-            kind = type(turns).__name__
-            got = "an empty list" if isinstance(turns, list) else _JSON_TYPES.get(kind, kind)
-            raise SuiteError(
-                f"{path}:{located.line_of(where)}: {name} should be a list of user messages, "
-                f"not {got}"
-            )
-        for number, turn in enumerate(turns):
-            line = located.line_of((*where, number))
-            if isinstance(turn, dict) and "prompt" not in turn:
-                raise SuiteError(f"{path}:{line}: {name}[{number}].prompt is required")
-            text = turn.get("prompt") if isinstance(turn, dict) else turn
-            if not isinstance(text, str):
-                got = _JSON_TYPES.get(type(text).__name__, type(text).__name__)
-                field = f"{name}[{number}]" + (".prompt" if isinstance(turn, dict) else "")
-                line = located.line_of((*where, number, "prompt")) if isinstance(turn, dict) else line
-                raise SuiteError(
-                    f"{path}:{line}: {field} should be text (the user's message), not {got}"
-                )
-            if not text.strip():
-                raise SuiteError(f"{path}:{line}: {name}[{number}] must not be empty")
+        try:
+            compile(task.tests, "tests.py", "exec")
+        except SyntaxError as exc:
+            if located is None:
+                located = load_yaml(path)
+            loc: Loc = ("tasks", index, "tests")
+            line = located.line_of(loc)
+            text = path.read_text(encoding="utf-8").splitlines()
+            header = text[line - 1].split(":", 1)[-1] if line <= len(text) else ""
+            if header.strip()[:1] in ("|", ">") and exc.lineno:
+                line += exc.lineno
+            problems.append(f"{path}:{line}: {describe_loc(loc)} do not compile: {exc.msg}")
+    return problems

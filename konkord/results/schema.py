@@ -331,8 +331,10 @@ class Results(Strict):
         raise KeyError(judge)
 
 
-def read_results(path: Path | str) -> Results:
-    """Read and validate a results file; another schema version is a clear error."""
+def read_results(path: Path | str, tasks: bool = True) -> Results:
+    """Read and validate a results file; another schema version is a clear error. With
+    tasks=False, a file whose tasks are in files of their own comes back without them, the
+    task files checked against their hash but not parsed."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -341,7 +343,7 @@ def read_results(path: Path | str) -> Results:
     try:  # the common case in one pass of pydantic's own JSON parser
         results = Results.model_validate_json(raw)
         if results.schema_version == SCHEMA_VERSION:
-            return load_tasks(path, results)
+            return load_tasks(path, results, parse=tasks)
     except ValidationError:
         pass  # below, the same checks in steps, for a message that says what is wrong
     try:
@@ -366,7 +368,7 @@ def read_results(path: Path | str) -> Results:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise KonkordError(f"{path}: invalid results file at {where}: {first['msg']}") from None
-    return load_tasks(path, results)
+    return load_tasks(path, results, parse=tasks)
 
 
 def write_results(results: Results, path: Path | str) -> None:

@@ -246,14 +246,22 @@ async def first_pass_run(
     return tally
 
 
-def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
-    """The pairs the strong judge owes: not accepted by the first pass, or in the audit set."""
+def strong_split(spec: RunSpec, plan: CascadePlan) -> tuple[set[PairKey], set[PairKey]]:
+    """The pairs the strong judge owes, by name: (escalated, audited). A pair the first pass
+    has not judged yet counts as escalated, so before the first pass this is an upper bound."""
     log = EvidenceLog(spec.run_dir)
     pairs = cascade_pairs(spec, log, plan)
     accepted = {k for k, ok in zip(pairs.keys, pairs.accepted, strict=True) if ok}
     items, _ = judge_items(spec, log, (plan.strong,))
     every = {(i.task.id, i.model_a, i.model_b) for i in items}
-    return (every - accepted) | (audit_pairs(spec, log, accepted, audit_size(spec, plan)) & every)
+    audited = audit_pairs(spec, log, accepted, audit_size(spec, plan)) & every
+    return every - accepted, audited
+
+
+def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
+    """The pairs the strong judge owes: not accepted by the first pass, or in the audit set."""
+    escalated, audited = strong_split(spec, plan)
+    return escalated | audited
 
 
 def cascade_for(spec: RunSpec, judge: str) -> CascadePlan | None:
