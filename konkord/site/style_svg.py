@@ -89,7 +89,7 @@ def style_plot(rows: Sequence[StyleCoefficient], title: str) -> Markup:
             )
         parts.append(
             f'<text x="{_coord(x(tick))}" y="{_coord(axis_y + 18)}" text-anchor="middle" '
-            f'class="tick">{tick:+g}</text>'
+            f'class="tick">{"0" if tick == 0.0 else f"{tick:+g}"}</text>'
         )
     parts.append(f'<text x="{_coord(x(0.0) + 4)}" y="{top - 3}" class="tick mid-label">'
                  "0: no preference</text>")
