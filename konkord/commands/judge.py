@@ -160,13 +160,16 @@ def judge(
         return
     from dataclasses import replace
 
+    from konkord.configuration.display_names import rename_text
     from konkord.providers.door import check_options, check_prices, make_client
+    from konkord.providers.failures import failure_lines
 
     if api_base:
         spec = replace(spec, settings=replace(spec.settings, api_base=api_base))
     check_options(spec, tuple(chosen), batch)
     client = make_client(
-        spec, batch=batch, max_cost=max_cost, concurrency=concurrency, on_status=batch_status
+        spec, batch=batch, max_cost=max_cost, concurrency=concurrency, on_status=batch_status,
+        models=tuple(chosen),
     )
     check_prices(client, tuple(chosen))
     total = planned_calls(spec, chosen)
@@ -196,9 +199,9 @@ def judge(
             err=True,
         )
     for line in summary_lines(summary):
-        click.echo(line)
+        click.echo(rename_text(line, spec.names))
     for tally in summary.tallies.values():
-        for line in tally.failures[:10]:
+        for line in failure_lines(tally.failures, spec.settings.api_base):
             click.secho(f"  failed: {line}", fg="red", err=True)
     stopped = report_budget(client)
     if summary.failed:
