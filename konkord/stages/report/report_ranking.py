@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import task_clusters
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
@@ -64,7 +65,7 @@ def judge_block(
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
-    task_index = {t: k for k, t in enumerate(task_ids)}
+    task_index = task_clusters(task_ids)
     done = [
         c for c in combined if c.complete and c.model_a in model_index and c.model_b in model_index
     ]
