@@ -211,6 +211,19 @@ class Suite(BaseModel):
                 return task
         raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
 
+    def judged_ids(self) -> list[str]:
+        """The ids verdicts are given under, in order: a task's own, or each turn's of a
+        conversation (`Task.turn_task`)."""
+        return [
+            unit.id
+            for task in self.tasks
+            for unit in (
+                [task.turn_task(k) for k in range(1, len(task.turns) + 1)]
+                if task.multi_turn
+                else [task]
+            )
+        ]
+
     def rubric_hash(self) -> str:
         """A short hash of the rubric, so drift between runs can be named precisely."""
         return hashlib.sha256(self.rubric.encode()).hexdigest()[:12]
