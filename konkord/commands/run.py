@@ -241,6 +241,7 @@ def plan_run(
     """
     from dataclasses import replace
 
+    from konkord.configuration.names import SLUG, slug_problem
     from konkord.configuration.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
     from konkord.configuration.runspec import (
         RUNS_ROOT,
@@ -250,7 +251,7 @@ def plan_run(
         manifest_path,
         spec_from_entry,
     )
-    from konkord.configuration.suite import SLUG, load_suite, slug_problem
+    from konkord.configuration.suite import load_suite
     from konkord.evidence.paths import require_inside, require_state_inside
     from konkord.providers.llm import CallSettings
 

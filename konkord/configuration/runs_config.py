@@ -16,7 +16,8 @@ from pydantic import (
 from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.deployments import Deployment
 from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
-from konkord.configuration.suite import SLUG, parse_located, slug_problem
+from konkord.configuration.names import SLUG, slug_problem
+from konkord.configuration.suite import parse_located
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
 from konkord.evidence.paths import file_problem

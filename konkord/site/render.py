@@ -195,7 +195,7 @@ def context_fingerprint(context: Mapping[str, Any]) -> str:
 
 def validate_task_ids(results: Results, source: Path) -> None:
     """Task ids become directory names: refuse anything that could escape the run's folder."""
-    from konkord.configuration.suite import SLUG
+    from konkord.configuration.names import SLUG
     from konkord.errors import KonkordError
 
     for task in results.tasks:
