@@ -12,7 +12,9 @@ from konkord.stats.ranking import (
     describe_claims,
     describe_separations,
     pairwise_differences,
+    planned_tasks,
     rank,
+    sign_test_min_tasks,
     tasks_to_separate,
 )
 from konkord.stats.resample import Bootstrap, bootstrap
@@ -118,8 +120,25 @@ def test_separation_estimate_for_an_unseparated_pair() -> None:
     assert sep.tasks_even_odds == math.ceil(30 * (sep.half_width / 0.5) ** 2)
     text = describe_separations(ranking, NAMES)[0]
     assert text.startswith("alpha and bravo are not separated at 30 tasks")
-    assert sep.tasks_needed == 222
-    assert "about 220 tasks would separate" in text  # two significant figures
+    # Planned on the gap less one standard error (0.95 / 1.96), for 80% power.
+    z, z80 = 1.959963984540054, 0.8416212335729143
+    se = sep.half_width / z
+    assert sep.planning_gap == pytest.approx(0.5 - se)
+    assert sep.tasks_needed == math.ceil(30 * ((z + z80) * se / (0.5 - se)) ** 2)
+    assert "would give an 80% chance to separate them" in text
+    assert "more than 10,000 tasks" in text
+
+
+def test_planned_tasks_at_a_clear_gap_and_never_below_the_sign_test() -> None:
+    z, z80 = 1.959963984540054, 0.8416212335729143
+    planning, needed = planned_tasks(1.0, z * 0.4, 10)  # standard error 0.4
+    assert planning == pytest.approx(0.6)
+    assert needed == math.ceil(10 * ((z + z80) * 0.4 / 0.6) ** 2)  # 53
+    # At 2 unanimous-looking tasks the gap is large, but no study under 6 tasks can pass
+    # the exact sign test that gates every claim.
+    assert planned_tasks(3.0, 2.0, 2) == (pytest.approx(3.0 - 2.0 / z), 6)
+    assert sign_test_min_tasks(0.95) == 6 and sign_test_min_tasks(0.99) == 8
+    assert planned_tasks(0.3, z * 0.4, 10) == (None, None)  # within one standard error
 
 
 def test_clear_field_is_fully_ordered_and_level_field_claims_nothing() -> None:
