@@ -9,7 +9,10 @@ Prints, on simulated fields with task-level random effects, judged by the simula
   (b) how often a supported claim is false (aim: <= 5%);
   (c) a judge with pure position bias: flip rate near 100% and all ties, in simulation and
       through the real run and judge stages with `sim-judge/first`;
-  (d) how often rank groups split models of equal true strength (aim: <= 5%).
+  (d) how often rank groups split models of equal true strength (aim: <= 5%);
+  (e) "about N tasks would give an 80% chance to separate them": how often a fresh study of
+      N tasks, drawn from the same truth, separates the pair in the observed direction
+      (aim: 80%), beside the figure planned on the observed gap that it replaced.
 
 Run by hand: `python benchmarks/bench_validity.py [--fields 200] [--resamples 500]`.
 """
@@ -145,15 +148,70 @@ def _real_pipeline_position_judge() -> tuple[float, float, int]:
     return flipped / len(combined), ties / len(combined), len(combined)
 
 
+def separation_promise(fields: int, resamples: int, cap: int) -> None:
+    """(e) The promised task count of unseparated neighbours, checked by a fresh study."""
+    from konkord.stats.ranking import rank, tasks_to_separate
+    from konkord.stats.simfield import simulate_field
+
+    print("\n(e) fresh studies of the promised size: share that separates the pair")
+    print(
+        f"    {fields} fields: 5 models with strengths N(0, 0.5^2), 6-30 tasks, task effect sd "
+        f"0, 0.5 or 1, ties 10%; studies over {cap} tasks are counted, not run"
+    )
+    rng = np.random.default_rng(2026)
+    found: dict[str, list[tuple[bool, bool]]] = {"planned": [], "observed gap": []}
+    skipped = {name: 0 for name in found}
+    for field in range(fields):
+        n = int(rng.integers(6, 31))
+        effect = float(rng.choice([0.0, 0.5, 1.0]))
+        truth = simulate_field(5, n, rng, strength=rng.normal(0, 0.5, 5), task_effect_sd=effect,
+                               tie_rate=0.1)
+        ranking = rank(stats.bootstrap(truth.comparisons, resamples, seed=field),
+                       truth.comparisons)
+        for sep in ranking.separations:
+            if sep.interval_excludes_zero or sep.difference == 0.0:
+                continue
+            plans = {
+                "planned": sep.tasks_needed,
+                "observed gap": tasks_to_separate(sep.difference, sep.half_width, n,
+                                                  power=sep.power, expand=True),
+            }
+            for name, tasks in plans.items():
+                if tasks is None or tasks > cap:
+                    skipped[name] += 1
+                    continue
+                fresh = simulate_field(5, tasks, rng, strength=truth.strength,
+                                       task_effect_sd=effect, tie_rate=0.1)
+                again = rank(stats.bootstrap(fresh.comparisons, resamples, seed=field),
+                             fresh.comparisons)
+                u, low = sep.upper, sep.lower
+                found[name].append((bool(again.supported[u, low]),
+                                    bool(again.supported[u, low] or again.supported[low, u])))
+    print(f"    {'figure':>13} {'pairs run':>10} {'no figure/over cap':>19} "
+          f"{'separated':>10} {'either way':>11}")
+    for name, rows in found.items():
+        hit = np.array(rows, dtype=float).reshape(-1, 2)
+        same, either = (hit.mean(axis=0) if rows else (np.nan, np.nan))
+        print(f"    {name:>13} {len(rows):>10} {skipped[name]:>19} {same:>10.1%} {either:>11.1%}")
+    print("    promise: 80%")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fields", type=int, default=200, help="simulated runs per cell")
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples")
+    parser.add_argument("--only", choices=["all", "separation"], default="all",
+                        help="run one section")
+    parser.add_argument("--separation-fields", type=int, default=400,
+                        help="simulated fields for (e)")
+    parser.add_argument("--cap", type=int, default=2000, help="largest fresh study run in (e)")
     args = parser.parse_args()
     started = time.perf_counter()
-    coverage(args.fields, args.resamples)
-    claims_and_groups(args.fields, args.resamples)
-    position_bias(args.fields)
+    if args.only == "all":
+        coverage(args.fields, args.resamples)
+        claims_and_groups(args.fields, args.resamples)
+        position_bias(args.fields)
+    separation_promise(args.separation_fields, min(args.resamples, 200), args.cap)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

@@ -120,23 +120,24 @@ def test_separation_estimate_for_an_unseparated_pair() -> None:
     assert sep.tasks_even_odds == math.ceil(30 * (sep.half_width / 0.5) ** 2)
     text = describe_separations(ranking, NAMES)[0]
     assert text.startswith("alpha and bravo are not separated at 30 tasks")
-    # Planned on the gap less one standard error (0.95 / 1.96), for 80% power.
+    # Planned on the gap less z_0.8 standard errors (0.95 / 1.96), for 80% power.
     z, z80 = 1.959963984540054, 0.8416212335729143
     se = sep.half_width / z
-    assert sep.planning_gap == pytest.approx(0.5 - se)
-    assert sep.tasks_needed == math.ceil(30 * ((z + z80) * se / (0.5 - se)) ** 2)
-    assert "would give an 80% chance to separate them" in text
-    assert "more than 10,000 tasks" in text
+    plan = 0.5 - z80 * se
+    assert sep.planning_gap == pytest.approx(plan)
+    assert sep.tasks_needed == math.ceil(30 * ((z + z80) * se / plan) ** 2)
+    assert "planning on a gap of 0.092 in log-strength" in text
+    assert "about 6,500 tasks would give an 80% chance to separate them" in text
 
 
 def test_planned_tasks_at_a_clear_gap_and_never_below_the_sign_test() -> None:
     z, z80 = 1.959963984540054, 0.8416212335729143
     planning, needed = planned_tasks(1.0, z * 0.4, 10)  # standard error 0.4
-    assert planning == pytest.approx(0.6)
-    assert needed == math.ceil(10 * ((z + z80) * 0.4 / 0.6) ** 2)  # 53
+    assert planning == pytest.approx(1.0 - z80 * 0.4)
+    assert needed == math.ceil(10 * ((z + z80) * 0.4 / (1.0 - z80 * 0.4)) ** 2)  # 45
     # At 2 unanimous-looking tasks the gap is large, but no study under 6 tasks can pass
     # the exact sign test that gates every claim.
-    assert planned_tasks(3.0, 2.0, 2) == (pytest.approx(3.0 - 2.0 / z), 6)
+    assert planned_tasks(3.0, 2.0, 2) == (pytest.approx(3.0 - z80 * 2.0 / z), 6)
     assert sign_test_min_tasks(0.95) == 6 and sign_test_min_tasks(0.99) == 8
     assert planned_tasks(0.3, z * 0.4, 10) == (None, None)  # within one standard error
 

@@ -238,7 +238,7 @@ def _diagnostics(
         else:
             ties += 1
     cycles = stats.cycle_rate(comp)
-    consistency = stats.consistency(point.log_strength)
+    consistency = stats.consistency_of_wins(stats.win_matrix(comp))
     n_pairs_expected = 0
     good = {k for k, rec in answers.items() if rec.get("error") is None}
     judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
