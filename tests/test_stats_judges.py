@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import kendalltau
 
 import konkord.stats.judges as judges_module
-from konkord.stats import consistency, consistency_of_wins, fit_bt_wins, wilson_interval
+from konkord.stats import consistency_of_wins, wilson_interval
 from konkord.stats.judges import (
     consensus_match,
     length_preference,
