@@ -12,7 +12,10 @@ Prints, on simulated fields with task-level random effects, judged by the simula
   (d) how often rank groups split models of equal true strength (aim: <= 5%);
   (e) "about N tasks would give an 80% chance to separate them": how often a fresh study of
       N tasks, drawn from the same truth, separates the pair in the observed direction
-      (aim: 80%), beside the figure planned on the observed gap that it replaced.
+      (aim: 80%), beside the figure planned on the observed gap that it replaced;
+  (f) coverage of the task-clustered agreement interval and the kappa interval at 10, 25 and
+      80 tasks of uneven size (1 + geometric, mean 7) with strong task effects (aim: 93-97%),
+      the agreement beside the normal critical value it replaced.
 
 Run by hand: `python benchmarks/bench_validity.py [--fields 200] [--resamples 500]`.
 """
@@ -196,14 +199,72 @@ def separation_promise(fields: int, resamples: int, cap: int) -> None:
     print("    promise: 80%")
 
 
+def _expected_confusion(judge_right: float, person_right: float = 0.9) -> np.ndarray:
+    """P(person says i, judge says j) when each is right with its probability and otherwise
+    picks a category at random; truths a, b, tie at 0.4, 0.4, 0.2."""
+    truth = np.array([0.4, 0.4, 0.2])
+    person = person_right * np.eye(3) + (1.0 - person_right) / 3.0
+    judge = judge_right * np.eye(3) + (1.0 - judge_right) / 3.0
+    out: np.ndarray = (truth[:, None, None] * person[:, :, None] * judge[:, None, :]).sum(axis=0)
+    return out
+
+
+def agreement_coverage(fields: int, resamples: int) -> None:
+    """(f) Task-clustered agreement and kappa intervals at few tasks."""
+    from scipy.special import expit, logit
+
+    from konkord.stats import agreement as A
+    from konkord.stats.diagnostics import wilson_interval
+
+    print("\n(f) coverage of 95% agreement and kappa intervals, judge vs person")
+    print(
+        f"    a judge right with probability logistic(logit(q) + sd z_task), a person right "
+        f"0.9; task sizes 1 + geometric(1/6); {fields} datasets per cell"
+    )
+    print(f"    {'tasks':>6} {'sd':>4} {'q':>4} {'agreement':>10} {'(normal z)':>11} "
+          f"{'kappa':>7}")
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    rng = np.random.default_rng(8)
+    for tasks in (10, 25, 80):
+        for sd in (1.0, 2.0):
+            for q in (0.5, 0.8):
+                right = expit(logit(q) + sd * nodes)
+                conf = sum(w * _expected_confusion(r) for r, w in zip(right, weights, strict=True))
+                true_rate = float(np.trace(conf))
+                true_kappa = float(A.kappa_from_confusion(A.both_orientations(conf)))
+                hits = np.zeros(3)
+                for k in range(fields):
+                    size = 1 + rng.geometric(1 / 6, size=tasks)
+                    task = np.repeat(np.arange(tasks), size)
+                    n = task.size
+                    truth = rng.choice(3, size=n, p=[0.4, 0.4, 0.2])
+                    person = np.where(rng.random(n) < 0.9, truth, rng.integers(0, 3, n))
+                    q_task = expit(logit(q) + sd * rng.standard_normal(tasks))
+                    judge = np.where(rng.random(n) < q_task[task], truth, rng.integers(0, 3, n))
+                    agree = A.exact_agreement(person, judge, task)
+                    normal = wilson_interval(agree.rate * agree.n / agree.design_effect,
+                                             agree.n / agree.design_effect)
+                    kappa = A.kappa_bootstrap(person, judge, task, resamples, seed=k)
+                    hits += [agree.low <= true_rate <= agree.high,
+                             normal[0] <= true_rate <= normal[1],
+                             kappa.low <= true_kappa <= kappa.high]
+                share = hits / fields
+                print(f"    {tasks:>6} {sd:>4g} {q:>4g} {share[0]:>10.1%} {share[1]:>11.1%} "
+                      f"{share[2]:>7.1%}")
+    print("    promise: 95% (aim 93-97%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fields", type=int, default=200, help="simulated runs per cell")
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples")
-    parser.add_argument("--only", choices=["all", "separation"], default="all",
+    parser.add_argument("--only", choices=["all", "separation", "agreement"], default="all",
                         help="run one section")
     parser.add_argument("--separation-fields", type=int, default=400,
                         help="simulated fields for (e)")
+    parser.add_argument("--agreement-fields", type=int, default=400,
+                        help="simulated datasets per cell of (f)")
     parser.add_argument("--cap", type=int, default=2000, help="largest fresh study run in (e)")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -211,7 +272,10 @@ def main() -> None:
         coverage(args.fields, args.resamples)
         claims_and_groups(args.fields, args.resamples)
         position_bias(args.fields)
-    separation_promise(args.separation_fields, min(args.resamples, 200), args.cap)
+    if args.only in ("all", "separation"):
+        separation_promise(args.separation_fields, min(args.resamples, 200), args.cap)
+    if args.only in ("all", "agreement"):
+        agreement_coverage(args.agreement_fields, min(args.resamples, 400))
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

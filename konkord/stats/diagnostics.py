@@ -156,11 +156,14 @@ class PositionSplit:
     wilson_high: float
 
 
-def wilson_interval(successes: float, n: float, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion; (nan, nan) when n is 0."""
+def wilson_interval(
+    successes: float, n: float, level: float = 0.95, critical: float | None = None
+) -> tuple[float, float]:
+    """Wilson score interval of a proportion; (nan, nan) when n is 0. `critical` replaces
+    the normal critical value of `level` (e.g. a few-cluster one, 18 at 2 clusters)."""
     if n == 0:
         return float("nan"), float("nan")
-    z = float(ndtri(0.5 + level / 2.0))
+    z = float(ndtri(0.5 + level / 2.0)) if critical is None else critical
     p = successes / n
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
