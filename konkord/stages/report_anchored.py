@@ -319,6 +319,8 @@ def anchored_block(
         lam=round(anchored.lam, 4),
         effective_labels=round(n_eff, 1) if np.isfinite(n_eff) else None,
         clipped_pair_scores=anchored.clipped_pair_scores,
+        clipped_resamples=anchored.clipped_resamples,
+        resamples=anchored.resamples,
         ratings=_ratings(anchored.bootstrap, models),
         labels_only=_ratings(labels_only.bootstrap, models),
         claims=_claims(anchored.bootstrap, models),

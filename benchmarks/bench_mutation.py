@@ -1,0 +1,129 @@
+"""Plant plausible bugs one at a time and check that the named tests catch each (issue 25).
+
+Each mutation replaces one exact piece of source text; the script applies it, runs the tests
+that should catch it, restores the file whatever happens, and prints caught / MISSED. A
+mutation whose text is no longer found is reported as stale (the code moved: update it).
+
+Run by hand: `python benchmarks/bench_mutation.py [--only SUBSTRING] [--list]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+MUTATIONS = (
+    Mutation(
+        "newton: unseen models keep their far start (prior-only fit diverges)",
+        "konkord/stats/newton.py",
+        "        _start_unseen_at_mean(wins, beta)\n",
+        "",
+        ("tests/test_one_task.py",),
+    ),
+    Mutation(
+        "ranking: plan on the observed gap (no margin)",
+        "konkord/stats/ranking.py",
+        "    planning = gap - planning_margin(power) * se_now",
+        "    planning = gap",
+        ("tests/test_stats_ranking.py",),
+    ),
+    Mutation(
+        "ranking: no sign-test minimum on the planned tasks",
+        "konkord/stats/ranking.py",
+        "    return planning, max(tasks, sign_test_min_tasks(level))",
+        "    return planning, tasks",
+        ("tests/test_stats_ranking.py",),
+    ),
+    Mutation(
+        "consistency: fitted with the ranking's prior",
+        "konkord/stats/diagnostics.py",
+        "CONSISTENCY_PRIOR = 1e-3",
+        "CONSISTENCY_PRIOR = 0.5",
+        ("tests/test_stats_judges.py",),
+    ),
+    Mutation(
+        "agreement: normal critical value at few tasks",
+        "konkord/stats/agreement.py",
+        "    return critical_value(level, n_clusters if n_clusters >= 2 else None)",
+        "    return critical_value(level, None)",
+        ("tests/test_few_task_coverage.py", "tests/test_kappa_naming.py"),
+    ),
+    Mutation(
+        "kappa: plain percentile interval",
+        "konkord/stats/agreement.py",
+        "    low, high = few_cluster_kappa_interval(value, defined, per_cluster, counted)",
+        "    low, high = np.percentile(defined, [2.5, 97.5])",
+        ("tests/test_few_task_coverage.py", "tests/test_kappa_naming.py"),
+    ),
+    Mutation(
+        "ppi: lambda tuning without centring the gradients",
+        "konkord/stats/ppi.py",
+        "    a -= a.mean(axis=0)\n    d -= d.mean(axis=0)\n",
+        "",
+        ("tests/test_stats_ppi.py",),
+    ),
+    Mutation(
+        "ppi: clipped resamples never counted",
+        "konkord/stats/ppi.py",
+        "    return int(moved.reshape(raw.shape[0], -1).any(axis=1).sum())",
+        "    return 0",
+        ("tests/test_stats_ppi.py",),
+    ),
+)
+
+
+def run(mutation: Mutation) -> str:
+    path = REPO / mutation.path
+    original = path.read_text()
+    if original.count(mutation.old) != 1:
+        return "stale"
+    try:
+        path.write_text(original.replace(mutation.old, mutation.new))
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+             *mutation.tests],
+            cwd=REPO, capture_output=True, text=True, check=False,
+        )
+    finally:
+        path.write_text(original)
+    return "caught" if result.returncode != 0 else "MISSED"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run mutations whose name contains this")
+    parser.add_argument("--list", action="store_true", help="list the mutations and stop")
+    args = parser.parse_args()
+    chosen = [m for m in MUTATIONS if args.only in m.name]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name}  ({m.path}; {', '.join(m.tests)})")
+        return
+    started = time.perf_counter()
+    counts: dict[str, int] = {}
+    for m in chosen:
+        outcome = run(m)
+        counts[outcome] = counts.get(outcome, 0) + 1
+        print(f"{outcome:>7}  {m.name}", flush=True)
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    print(f"\n{len(chosen)} mutations: {summary} ({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
