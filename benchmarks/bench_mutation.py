@@ -30,6 +30,14 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "families: openai peeled as a route after openrouter (vendor lost)",
+        "konkord/families.py",
+        "    while len(segments) > 1 and segments[0] in ROUTING_PREFIXES and (\n"
+        "        first or segments[0] != \"openai\"\n    ):",
+        "    while len(segments) > 1 and segments[0] in ROUTING_PREFIXES:",
+        ("tests/test_families.py",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
