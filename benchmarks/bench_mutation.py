@@ -38,6 +38,13 @@ MUTATIONS = (
         ("tests/test_families.py",),
     ),
     Mutation(
+        "judges: consensus match counts pairs with a model the judge never saw",
+        "konkord/stats/judges.py",
+        "    present = _present(wins) & _present(others)",
+        "    present = _present(others)",
+        ("tests/test_stats_judges.py",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",

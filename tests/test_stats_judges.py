@@ -62,6 +62,20 @@ def test_consensus_match_by_hand_on_a_tiny_run() -> None:
     assert np.all(lo <= figure.mean + 1e-12) and np.all(figure.mean <= hi + 1e-12)
 
 
+def test_consensus_match_counts_only_the_models_the_judge_saw_on_the_task() -> None:
+    # One task, models X Y Z. Judge 0 judged only X-Y (X won); judges 1 and 2 judged every
+    # pair, both with Z > Y > X. Judge 0's own fit places Z at the prior's centre, between X
+    # and Y, but it never saw Z: its match counts the one pair X-Y, which the others reverse.
+    wins = np.zeros((3, 1, 3, 3))
+    wins[0, 0, 0, 1] = 1.0
+    for judge in (1, 2):
+        wins[judge, 0, 1, 0] = wins[judge, 0, 2, 0] = wins[judge, 0, 2, 1] = 1.0
+    figure, pairs = consensus_match(wins, n_resamples=50)
+    assert pairs[0, 0] == 1
+    assert figure.per_task[0, 0] == 0.0
+    assert pairs[1, 0] == pairs[2, 0] == 3
+
+
 def test_consensus_match_refuses_two_judges() -> None:
     with pytest.raises(ValueError, match="at least 3 judges"):
         consensus_match(tiny_wins()[:2])
