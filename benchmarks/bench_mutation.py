@@ -45,6 +45,20 @@ MUTATIONS = (
         ("tests/test_stats_judges.py",),
     ),
     Mutation(
+        "floors: the Wald floor of a difference ignores the covariance",
+        "konkord/stats/floors.py",
+        "    pair_var = var[:, None] + var[None, :] - 2.0 * cov",
+        "    pair_var = var[:, None] + var[None, :]",
+        ("tests/test_stats_floors.py",),
+    ),
+    Mutation(
+        "floors: the prior's curvature halved",
+        "konkord/stats/floors.py",
+        "np.diag(2.0 * prior * s * (1.0 - s))",
+        "np.diag(prior * s * (1.0 - s))",
+        ("tests/test_stats_floors.py",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
