@@ -59,6 +59,20 @@ MUTATIONS = (
         ("tests/test_stats_floors.py",),
     ),
     Mutation(
+        "cascade: with samples:N the winner mapped to the other model",
+        "konkord/stages/cascade.py",
+        '"winner": "tie" if chosen == "tie" else shown[0 if chosen == "1" else 1],',
+        '"winner": "tie" if chosen == "tie" else shown[1 if chosen == "1" else 0],',
+        ("tests/test_cascade.py::test_samples_give_the_vote_share",),
+    ),
+    Mutation(
+        "cascade_view: one strong order counted as decided",
+        "konkord/stages/cascade_view.py",
+        'return "strong" if verdict is not None and verdict.complete else "pending"',
+        'return "strong" if verdict is not None else "pending"',
+        ("tests/test_cascade.py::test_an_escalated_pair_with_one_strong_order_is_pending_not_decided",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
