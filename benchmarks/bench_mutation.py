@@ -73,6 +73,20 @@ MUTATIONS = (
         ("tests/test_cascade.py::test_an_escalated_pair_with_one_strong_order_is_pending_not_decided",),
     ),
     Mutation(
+        "budget: a call of unknown cost counted as free",
+        "konkord/budget.py",
+        "        self.spent_usd += hold if cost is None else cost",
+        "        self.spent_usd += 0.0 if cost is None else cost",
+        ("tests/test_budget.py::test_a_call_of_unknown_cost_is_counted_at_its_hold_not_as_free",),
+    ),
+    Mutation(
+        "budget: money already spent on verdicts not counted",
+        "konkord/budget.py",
+        '    for stream in ("answers", "verdicts"):',
+        '    for stream in ("answers",):',
+        ("tests/test_budget.py",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
