@@ -87,6 +87,27 @@ MUTATIONS = (
         ("tests/test_budget.py",),
     ),
     Mutation(
+        "stopping: the lock file moved into the run's evidence folder",
+        "konkord/stopping.py",
+        '    return run_dir.parent.parent / ".konkord" / "locks" / f"{run_dir.name}.lock"',
+        '    return run_dir / "writer.lock"',
+        ("tests/test_one_writer.py::test_the_writer_lock_lives_under_konkord_not_in_the_evidence",),
+    ),
+    Mutation(
+        "atomic: a failed write leaves its temporary file",
+        "konkord/atomic.py",
+        "        tmp.unlink(missing_ok=True)\n",
+        "        pass\n",
+        ("tests/test_atomic_writes.py::test_a_failed_write_removes_its_temporary_file",),
+    ),
+    Mutation(
+        "evidence: appends without fsync",
+        "konkord/evidence.py",
+        "                written += os.write(fd, payload[written:])\n            os.fsync(fd)\n",
+        "                written += os.write(fd, payload[written:])\n",
+        ("tests/test_evidence.py::test_an_append_is_fsynced_before_it_returns",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
