@@ -108,6 +108,14 @@ MUTATIONS = (
         ("tests/test_evidence.py::test_an_append_is_fsynced_before_it_returns",),
     ),
     Mutation(
+        "paths: containment by string prefix (../proj-evil inside proj)",
+        "konkord/paths.py",
+        "    if target != root and root not in target.parents:",
+        "    if target != root and not str(target).startswith(str(root)):",
+        ("tests/test_hostile_files.py::"
+         "test_a_sibling_folder_sharing_the_projects_name_as_a_prefix_is_outside",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
