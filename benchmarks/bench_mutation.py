@@ -116,6 +116,21 @@ MUTATIONS = (
          "test_a_sibling_folder_sharing_the_projects_name_as_a_prefix_is_outside",),
     ),
     Mutation(
+        "checks: an int subclass converted through its own __int__",
+        "konkord/checks/plain.py",
+        "    (int, int.__int__), (float, float.__float__),",
+        "    (int, int), (float, float.__float__),",
+        ("tests/test_check_forgery.py::test_a_rigged_int_crosses_as_its_true_value",),
+    ),
+    Mutation(
+        "checks: the answer may set attributes on the tests' objects",
+        "konkord/checks/wire.py",
+        '                    self.trusted and (name.startswith("_") or op == "setattr")',
+        '                    self.trusted and name.startswith("_")',
+        ("tests/test_check_forgery.py::"
+         "test_the_answer_cannot_set_attributes_on_the_tests_objects",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",

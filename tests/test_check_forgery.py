@@ -166,9 +166,23 @@ def test_exit_during_a_call_fails_even_when_the_tests_catch_everything() -> None
     assert reason == "the answer's code raised SystemExit(0) during the tests"
 
 
-def test_a_rigged_int_crosses_as_its_true_value() -> None:
-    _, reason = result_of(FORGERIES["rigged-int-subclass"])
-    assert reason == "test failed at tests.py line 1: assert add(2, 3) == 5"
+@pytest.mark.parametrize("name", ["rigged-int-subclass", "rigged-int-subclass-int-too"])
+def test_a_rigged_int_crosses_as_its_true_value(name: str) -> None:
+    # Liar(0) crosses as 0, even when its own __int__ says 5: the tests see add(2, 3) == 0.
+    assert result_of(FORGERIES[name]) == (
+        False, "test failed at tests.py line 1: assert add(2, 3) == 5")
+
+
+def test_the_answer_cannot_set_attributes_on_the_tests_objects() -> None:
+    answer = (
+        "def mark(box):\n    try:\n        box.flag = 1\n    except AttributeError:\n"
+        "        return 'refused'\n    return 'set'\n"
+    )
+    tests = (
+        "class Box:\n    pass\nbox = Box()\nassert mark(box) == 'refused'\n"
+        "assert not hasattr(box, 'flag')\n"
+    )
+    assert result_of(answer, tests) == (True, "")
 
 
 def test_the_answer_cannot_redefine_the_builtins_the_tests_use() -> None:
