@@ -131,6 +131,13 @@ MUTATIONS = (
          "test_the_answer_cannot_set_attributes_on_the_tests_objects",),
     ),
     Mutation(
+        "credentials: sk- strings in model answers redacted",
+        "konkord/llm.py",
+        '        text = redact(message.content or "", key_shapes=False, secrets=self._secrets)',
+        '        text = redact(message.content or "", key_shapes=True, secrets=self._secrets)',
+        ("tests/test_key_never_written.py::test_key_shaped_strings_in_an_answer_are_kept_as_written",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",
