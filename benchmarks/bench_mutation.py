@@ -138,6 +138,22 @@ MUTATIONS = (
         ("tests/test_key_never_written.py::test_key_shaped_strings_in_an_answer_are_kept_as_written",),
     ),
     Mutation(
+        "check stage: no check record written",
+        "konkord/stages/check.py",
+        '            log.append("checks", _record(item, result, language, limits))\n',
+        "",
+        ("tests/test_check_stage.py::test_records_are_json_lines_with_the_documented_fields",),
+    ),
+    Mutation(
+        "mutate: the candidates' order depends on the interpreter's hash seed",
+        "konkord/mutate.py",
+        "    return out\n\n\ndef plausible_bug(",
+        "    turn = hash('konkord') % max(1, len(out))\n    return out[turn:] + out[:turn]"
+        "\n\n\ndef plausible_bug(",
+        ("tests/test_example_suites.py::"
+         "test_seeds_are_deterministic_and_cycle_through_the_candidates",),
+    ),
+    Mutation(
         "newton: unseen models keep their far start (prior-only fit diverges)",
         "konkord/stats/newton.py",
         "        _start_unseen_at_mean(wins, beta)\n",

@@ -256,8 +256,15 @@ def test_codegen_suite_references_pass_and_broken_copies_fail() -> None:
 def test_records_are_json_lines_with_the_documented_fields(spec: RunSpec) -> None:
     limited = RunSpec(**{**spec.__dict__, "models": ("m/good",)})
     check_run(limited, sandbox="none", limits=LIMITS)
-    for line in (spec.run_dir / "checks.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    records = [json.loads(line)
+               for line in (spec.run_dir / "checks.jsonl").read_text().splitlines()]
+    # every check declared for m/good's answers, once: add (3 checks) and double (2)
+    assert sorted((r["task_id"], r["check"]) for r in records) == [
+        ("add", "compiles"), ("add", "ruff_clean"), ("add", "tests"),
+        ("double", "compiles"), ("double", "tests"),
+    ]
+    for record in records:
+        assert record["kind"] == "check" and record["model"] == "m/good"
         for field in ("kind", "created_at", "task_id", "model", "check", "answer_sha",
                       "passed", "reason", "duration_s", "output", "sandbox"):
             assert field in record, field
