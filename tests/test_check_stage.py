@@ -28,7 +28,9 @@ from konkord.stages.run import answer_key_hash, answer_messages
 from konkord.suite import load_suite
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
-LIMITS = Limits(wall_s=4.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=100_000)
+# A wall limit no healthy run meets on a loaded machine; the hostile answer loops and is
+# stopped by the CPU limit.
+LIMITS = Limits(wall_s=120.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=100_000)
 
 SUITE = """\
 name: mini
@@ -117,7 +119,7 @@ def test_every_declared_check_is_recorded_and_a_hostile_answer_stops_nothing(
     record = results[("add", "m/bad", "tests")]
     assert record["sandbox"] == "bwrap" and record["kind"] == "check"
     assert record["reason"] == "test failed at tests.py line 1: assert add(2, 3) == 5"
-    assert record["limits"]["wall_s"] == 4.0 and record["tests_sha"]
+    assert record["limits"]["wall_s"] == 120.0 and record["tests_sha"]
     assert results[("add", "m/good", "compiles")]["sandbox"] == "static"
     assert summary.totals == {"compiles": (5, 6), "ruff_clean": (2, 3), "tests": (3, 6)}
     assert FAKE_KEY not in (spec.run_dir / "checks.jsonl").read_text()
