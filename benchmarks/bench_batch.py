@@ -71,12 +71,12 @@ def answer(task: int, model: int) -> str:
 async def ask_all(n: int, url: str, directory: Path) -> tuple[int, int, float]:
     from itertools import combinations
 
-    from konkord.batch import BatchClient
-    from konkord.evidence import EvidenceLog
-    from konkord.judge_frame import parse_verdict
-    from konkord.runspec import RunSpec
-    from konkord.stages.judge import JudgeItem, judge_messages, judge_settings
-    from konkord.suite import load_suite
+    from konkord.configuration.judge_frame import parse_verdict
+    from konkord.configuration.runspec import RunSpec
+    from konkord.configuration.suite import load_suite
+    from konkord.evidence.log import EvidenceLog
+    from konkord.providers.batch import BatchClient
+    from konkord.stages.judge.judge import JudgeItem, judge_messages, judge_settings
 
     pairs = list(combinations(range(len(MODELS)), 2))
     n_tasks = max(1, -(-n // (2 * len(pairs))))
@@ -116,13 +116,13 @@ async def ask_all(n: int, url: str, directory: Path) -> tuple[int, int, float]:
 
 async def judge_stage(n: int, url: str, directory: Path) -> tuple[int, int, float]:
     """`judge_run` over enough tasks for n calls, with answers already in the evidence."""
-    from konkord.batch import BatchClient
-    from konkord.calls import CallSettings
-    from konkord.evidence import EvidenceLog, now_iso
-    from konkord.runspec import RunSpec
-    from konkord.stages.judge import judge_run
+    from konkord.configuration.runspec import RunSpec
+    from konkord.configuration.suite import load_suite
+    from konkord.evidence.log import EvidenceLog, now_iso
+    from konkord.providers.batch import BatchClient
+    from konkord.providers.calls import CallSettings
+    from konkord.stages.judge.judge import judge_run
     from konkord.stages.run import answer_key_hash, answer_messages
-    from konkord.suite import load_suite
 
     pairs = len(MODELS) * (len(MODELS) - 1) // 2
     n_tasks = max(1, -(-n // (2 * pairs)))
@@ -162,10 +162,10 @@ def main() -> None:
     assert server.stdout is not None
     url = server.stdout.readline().strip()
     try:
-        from konkord.llm import load_litellm
+        from konkord.providers.llm import load_litellm
 
         load_litellm()  # the 5 s import is not the batch path's cost
-        import konkord.batch  # noqa: F401
+        import konkord.providers.batch  # noqa: F401
 
         baseline = peak_mb()
         with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:

@@ -63,15 +63,15 @@ def main() -> None:
 
 
 def measure(accept_at: float) -> None:
-    from konkord.evidence import EvidenceLog
-    from konkord.llm import ModelClient
-    from konkord.runspec import resolve_run
-    from konkord.simlabel import simulate_plan_labels
-    from konkord.stages.cascade import cascade_run
-    from konkord.stages.cascade_report import cascade_block
-    from konkord.stages.cascade_view import cascade_pairs, plan_of
+    from konkord.configuration.runspec import resolve_run
+    from konkord.evidence.log import EvidenceLog
+    from konkord.providers.llm import ModelClient
     from konkord.stages.current import current_labels
-    from konkord.stages.judge import judge_run
+    from konkord.stages.judge.cascade import cascade_run
+    from konkord.stages.judge.cascade_report import cascade_block
+    from konkord.stages.judge.cascade_view import cascade_pairs, plan_of
+    from konkord.stages.judge.judge import judge_run
+    from konkord.stages.label.simulated import simulate_plan_labels
     from konkord.stages.run import generate_answers
 
     spec = resolve_run("bench")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from konkord.checks.runner import run_tests
 from konkord.checks.sandbox import Limits
-from konkord.suite import load_suite
+from konkord.configuration.suite import load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ class Mutation:
 MUTATIONS = (
     Mutation(
         "families: openai peeled as a route after openrouter (vendor lost)",
-        "konkord/families.py",
+        "konkord/providers/families.py",
         "    while len(segments) > 1 and segments[0] in ROUTING_PREFIXES and (\n"
         "        first or segments[0] != \"openai\"\n    ):",
         "    while len(segments) > 1 and segments[0] in ROUTING_PREFIXES:",
@@ -60,56 +60,56 @@ MUTATIONS = (
     ),
     Mutation(
         "cascade: with samples:N the winner mapped to the other model",
-        "konkord/stages/cascade.py",
+        "konkord/stages/judge/cascade.py",
         '"winner": "tie" if chosen == "tie" else shown[0 if chosen == "1" else 1],',
         '"winner": "tie" if chosen == "tie" else shown[1 if chosen == "1" else 0],',
         ("tests/test_cascade.py::test_samples_give_the_vote_share",),
     ),
     Mutation(
         "cascade_view: one strong order counted as decided",
-        "konkord/stages/cascade_view.py",
+        "konkord/stages/judge/cascade_view.py",
         'return "strong" if verdict is not None and verdict.complete else "pending"',
         'return "strong" if verdict is not None else "pending"',
         ("tests/test_cascade.py::test_an_escalated_pair_with_one_strong_order_is_pending_not_decided",),
     ),
     Mutation(
         "budget: a call of unknown cost counted as free",
-        "konkord/budget.py",
+        "konkord/providers/budget.py",
         "        self.spent_usd += hold if cost is None else cost",
         "        self.spent_usd += 0.0 if cost is None else cost",
         ("tests/test_budget.py::test_a_call_of_unknown_cost_is_counted_at_its_hold_not_as_free",),
     ),
     Mutation(
         "budget: money already spent on verdicts not counted",
-        "konkord/budget.py",
+        "konkord/providers/budget.py",
         '    for stream in ("answers", "verdicts"):',
         '    for stream in ("answers",):',
         ("tests/test_budget.py",),
     ),
     Mutation(
         "stopping: the lock file moved into the run's evidence folder",
-        "konkord/stopping.py",
+        "konkord/evidence/stopping.py",
         '    return run_dir.parent.parent / ".konkord" / "locks" / f"{run_dir.name}.lock"',
         '    return run_dir / "writer.lock"',
         ("tests/test_one_writer.py::test_the_writer_lock_lives_under_konkord_not_in_the_evidence",),
     ),
     Mutation(
         "atomic: a failed write leaves its temporary file",
-        "konkord/atomic.py",
+        "konkord/evidence/atomic.py",
         "        tmp.unlink(missing_ok=True)\n",
         "        pass\n",
         ("tests/test_atomic_writes.py::test_a_failed_write_removes_its_temporary_file",),
     ),
     Mutation(
         "evidence: appends without fsync",
-        "konkord/evidence.py",
+        "konkord/evidence/log.py",
         "                written += os.write(fd, payload[written:])\n            os.fsync(fd)\n",
         "                written += os.write(fd, payload[written:])\n",
         ("tests/test_evidence.py::test_an_append_is_fsynced_before_it_returns",),
     ),
     Mutation(
         "paths: containment by string prefix (../proj-evil inside proj)",
-        "konkord/paths.py",
+        "konkord/evidence/paths.py",
         "    if target != root and root not in target.parents:",
         "    if target != root and not str(target).startswith(str(root)):",
         ("tests/test_hostile_files.py::"
@@ -132,7 +132,7 @@ MUTATIONS = (
     ),
     Mutation(
         "credentials: sk- strings in model answers redacted",
-        "konkord/llm.py",
+        "konkord/providers/llm.py",
         '        text = redact(message.content or "", key_shapes=False, secrets=self._secrets)',
         '        text = redact(message.content or "", key_shapes=True, secrets=self._secrets)',
         ("tests/test_key_never_written.py::test_key_shaped_strings_in_an_answer_are_kept_as_written",),
@@ -146,7 +146,7 @@ MUTATIONS = (
     ),
     Mutation(
         "mutate: the candidates' order depends on the interpreter's hash seed",
-        "konkord/mutate.py",
+        "konkord/sim/mutate.py",
         "    return out\n\n\ndef plausible_bug(",
         "    turn = hash('konkord') % max(1, len(out))\n    return out[turn:] + out[:turn]"
         "\n\n\ndef plausible_bug(",

@@ -167,8 +167,8 @@ def konkord_judge(project: Path, n_tasks: int, concurrency: int, url: str) -> fl
 def judge_prompts(project: Path) -> list[list[dict[str, str]]]:
     """The messages `konkord judge` sends for every pair of `project` (system prompt, task and
     both answers), composed by konkord itself, untimed: the bare loop's judge-sized anchor."""
-    from konkord.runspec import resolve_run
-    from konkord.stages.judge import calls_to_make, judge_messages
+    from konkord.configuration.runspec import resolve_run
+    from konkord.stages.judge.judge import calls_to_make, judge_messages
 
     os.chdir(project)
     try:
@@ -187,7 +187,7 @@ def bare_loop(
 ) -> float:
     """Wall time of n_requests litellm.acompletion calls under one semaphore, nothing else;
     with `prompts`, call k sends prompts[k] (the judge's own messages) instead of one line."""
-    from konkord.llm import load_litellm
+    from konkord.providers.llm import load_litellm
 
     litellm = load_litellm()
 

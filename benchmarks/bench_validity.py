@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from konkord import stats
-from konkord.stages.simulate import (
+from konkord.stages.simulate.simulate import (
     JudgeModel,
     Plan,
     draw_run,
@@ -116,12 +116,12 @@ def position_bias(fields: int) -> None:
 
 
 def _real_pipeline_position_judge() -> tuple[float, float, int]:
-    from konkord.evidence import EvidenceLog
-    from konkord.llm import ModelClient
-    from konkord.runspec import resolve_run
-    from konkord.stages.judge import judge_run
+    from konkord.configuration.runspec import resolve_run
+    from konkord.evidence.log import EvidenceLog
+    from konkord.evidence.verdicts import combine_verdicts, load_verdicts
+    from konkord.providers.llm import ModelClient
+    from konkord.stages.judge.judge import judge_run
     from konkord.stages.run import generate_answers
-    from konkord.verdicts import combine_verdicts, load_verdicts
 
     here = Path.cwd()
     with tempfile.TemporaryDirectory() as scratch:

@@ -44,10 +44,10 @@ sys.path.insert(0, str(REPO))
 
 from openai_server import OpenAIServer, Reply, user_text  # noqa: E402
 
-from konkord.calls import ResponseCache  # noqa: E402
-from konkord.evidence import STREAM_KEYS, record_key  # noqa: E402
-from konkord.llm import CallSettings, ModelClient  # noqa: E402
-from konkord.stages.judge_call import judge_settings  # noqa: E402
+from konkord.evidence.log import STREAM_KEYS, record_key  # noqa: E402
+from konkord.providers.calls import ResponseCache  # noqa: E402
+from konkord.providers.llm import CallSettings, ModelClient  # noqa: E402
+from konkord.stages.judge.judge_call import judge_settings  # noqa: E402
 
 KONKORD = [sys.executable, "-m", "konkord.cli"]
 MODELS = ["openai/a", "openai/b", "openai/c"]

@@ -44,8 +44,8 @@ from label_fixtures import (  # noqa: E402
     start_label_app,
 )
 
-from konkord.evidence import EvidenceLog, TornLineWarning, record_key  # noqa: E402
-from konkord.label.labels import current_labels  # noqa: E402
+from konkord.evidence.log import EvidenceLog, TornLineWarning, record_key  # noqa: E402
+from konkord.stages.label.labels import current_labels  # noqa: E402
 
 N = 12  # labels asked for per session
 WAIT_MS = 90_000

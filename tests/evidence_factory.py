@@ -12,11 +12,11 @@ from typing import Any
 
 import yaml
 
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.llm import CallSettings
+from konkord.configuration.suite import load_suite
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.evidence.verdicts import answer_sha
+from konkord.providers.llm import CallSettings
 from konkord.stages.run import answer_key_hash, answer_messages
-from konkord.suite import load_suite
-from konkord.verdicts import answer_sha
 
 SETTINGS = CallSettings()
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from konkord.results import (
+from konkord.results.schema import (
     AnswerView,
     BootstrapInfo,
     Calibration,
@@ -557,7 +557,7 @@ def build_standard_site(root: Path) -> list[Results]:
     """Write the standard runs as a project in `root` and build its site into root/public."""
     import os
 
-    from konkord.stages.build import build_site
+    from konkord.stages.build.build import build_site
 
     runs = standard_runs()
     write_project(root, runs)

@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.runspec import RunSpec, resolve_run, write_manifest
+from konkord.configuration.runspec import RunSpec, resolve_run, write_manifest
+from konkord.configuration.suite import load_suite
+from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.stages.run import answer_key_hash, answer_messages
-from konkord.suite import load_suite
 
 # Distinctive names, so a test can search every rendered element for them.
 MODELS = ("openai/zebra-model", "anthropic/quokka-model", "sim/walrus-model")

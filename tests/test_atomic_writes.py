@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from konkord.atomic import write_atomic
 from konkord.cli import cli
-from konkord.results import read_results
+from konkord.evidence.atomic import write_atomic
+from konkord.results.schema import read_results
 
 KONKORD = Path(sys.executable).parent / "konkord"
 STRACE = shutil.which("strace")

@@ -12,10 +12,10 @@ import pytest
 from conftest import REPO
 from scipy.stats import binomtest
 
-from konkord.results import read_results
-from konkord.runspec import resolve_run
-from konkord.stages.judges_table import judge_table
-from konkord.stages.report import ReportOptions, build_results
+from konkord.configuration.runspec import resolve_run
+from konkord.results.judges_table import judge_table
+from konkord.results.schema import read_results
+from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stats import wilson_interval
 
 FAST = ReportOptions(resamples=200, seed=1)
@@ -74,7 +74,7 @@ def test_the_panel_rank_column_orders_no_pair_the_data_does_not_separate() -> No
 
     from konkord.site.environment import make_environment
     from konkord.site.render import plan_run_pages, render_page
-    from konkord.stages.judges_print import format_ranks
+    from konkord.stages.report.judges_print import format_ranks
 
     results = read_results(REPO / "results" / "demo-python-codegen.json")
     panel = results.judge_panel

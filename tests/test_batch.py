@@ -21,16 +21,16 @@ import pytest
 from openai_batch_server import BatchServer
 from openai_server import Reply
 
-from konkord.batch import BatchClient
-from konkord.batch_format import safe_base
+from konkord.configuration.judge_frame import split_framed_answers
+from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, now_iso, record_key
-from konkord.judge_frame import split_framed_answers
-from konkord.llm import CallSettings, ModelClient
-from konkord.runspec import RunSpec, resolve_run
-from konkord.stages.judge import JudgeSummary, judge_run
+from konkord.evidence.log import EvidenceLog, now_iso, record_key
+from konkord.evidence.verdicts import combine_verdicts, load_verdicts
+from konkord.providers.batch import BatchClient
+from konkord.providers.batch_format import safe_base
+from konkord.providers.llm import CallSettings, ModelClient
+from konkord.stages.judge.judge import JudgeSummary, judge_run
 from konkord.stages.run import answer_key_hash, answer_messages, generate_answers
-from konkord.verdicts import combine_verdicts, load_verdicts
 
 REPO = Path(__file__).resolve().parent.parent
 # litellm builds a new OpenAI client (with its own connection pool) for every file and batch call
@@ -379,7 +379,7 @@ def test_an_upload_whose_batch_never_came_to_exist_is_abandoned_and_asked_again(
 
 
 def test_batch_prices_come_from_litellms_batch_rates() -> None:
-    from konkord.llm import load_litellm
+    from konkord.providers.llm import load_litellm
 
     info = load_litellm().model_cost["gpt-4o-mini"]
     rate_in, rate_out = info["input_cost_per_token_batches"], info["output_cost_per_token_batches"]

@@ -30,11 +30,11 @@ from test_batch import (
     write_project,
 )
 
-from konkord.batch import BatchClient
-from konkord.calls import CallSettings
-from konkord.evidence import EvidenceLog, record_key
-from konkord.llm import ModelClient, load_litellm
-from konkord.runspec import RunSpec, resolve_run
+from konkord.configuration.runspec import RunSpec, resolve_run
+from konkord.evidence.log import EvidenceLog, record_key
+from konkord.providers.batch import BatchClient
+from konkord.providers.calls import CallSettings
+from konkord.providers.llm import ModelClient, load_litellm
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning",

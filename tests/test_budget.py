@@ -14,13 +14,13 @@ from click.testing import CliRunner
 from openai_server import OpenAIServer, Reply
 from test_batch import CALLS, JUDGE, MODELS, TASKS, content_judge, write_answers, write_project
 
-from konkord.budget import Budget, count_tokens, spent_in_evidence
-from konkord.calls import CallSettings
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog
-from konkord.runs_config import Price
-from konkord.runspec import resolve_run
-from konkord.stages.judge import calls_to_make, judge_messages
+from konkord.configuration.runs_config import Price
+from konkord.configuration.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog
+from konkord.providers.budget import Budget, count_tokens, spent_in_evidence
+from konkord.providers.calls import CallSettings
+from konkord.stages.judge.judge import calls_to_make, judge_messages
 
 PRICE_IN, PRICE_OUT = 1e-6, 2e-6  # write_project's $1 and $2 per million
 MAX_TOKENS = 100
@@ -114,7 +114,7 @@ def test_the_cap_counts_what_the_evidence_already_spent() -> None:
     settings = CallSettings(max_tokens=1)  # each call can cost at most $1 of output... too much
     import asyncio
 
-    from konkord.budget import BudgetReached
+    from konkord.providers.budget import BudgetReached
 
     with pytest.raises(BudgetReached):
         asyncio.run(budget.reserve("m", [{"role": "user", "content": "x"}], settings))
@@ -165,8 +165,8 @@ def test_batches_under_a_cap_submit_only_what_fits_and_a_rerun_finishes(
 
     from openai_batch_server import BatchServer
 
-    from konkord.door import make_client
-    from konkord.stages.judge import judge_run
+    from konkord.providers.door import make_client
+    from konkord.stages.judge.judge import judge_run
 
     monkeypatch.setenv("KONKORD_BATCH_POLL", "0.01")
     server = BatchServer(content_judge).start()
@@ -192,7 +192,7 @@ def test_batches_under_a_cap_submit_only_what_fits_and_a_rerun_finishes(
 
 
 def test_time_at_the_configured_rate_limits() -> None:
-    from konkord.budget import Estimate
+    from konkord.providers.budget import Estimate
 
     assert Estimate("m", "judge", calls=1200, rpm=600).minutes() == 2.0
     tokens = Estimate("m", "judge", calls=10, tokens_in=500_000, max_tokens_out=500_000,

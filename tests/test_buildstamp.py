@@ -12,8 +12,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from konkord.buildstamp import STAMP_DIR
 from konkord.cli import cli
+from konkord.results.buildstamp import STAMP_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = {
@@ -60,7 +60,7 @@ def test_an_unchanged_build_says_what_the_full_path_says_without_its_imports(
         "try:\n"
         "    main()\n"
         "finally:\n"
-        "    heavy = ('konkord.stages.build', 'pydantic', 'jinja2', 'numpy', 'litellm')\n"
+        "    heavy = ('konkord.stages.build.build', 'pydantic', 'jinja2', 'numpy', 'litellm')\n"
         "    print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run(

@@ -14,13 +14,13 @@ from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 from sklearn.metrics import cohen_kappa_score
 
 from konkord.cli import cli
+from konkord.configuration.runspec import resolve_run
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.results import read_results, write_results
-from konkord.runspec import resolve_run
-from konkord.stages.calibrate import calibrate_run, calibration_block, format_calibration
-from konkord.stages.report import ReportOptions, build_results, good_answers
-from konkord.verdicts import combine_verdicts, load_verdicts
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.evidence.verdicts import combine_verdicts, load_verdicts
+from konkord.results.schema import read_results, write_results
+from konkord.stages.calibrate.calibrate import calibrate_run, calibration_block, format_calibration
+from konkord.stages.report.report import ReportOptions, build_results, good_answers
 
 FAST = ReportOptions(resamples=100, seed=1)
 MODELS = ["m/a", "m/b", "m/c"]  # m/a is best, m/c worst: the truth every test uses

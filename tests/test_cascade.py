@@ -18,14 +18,20 @@ from click.testing import CliRunner
 from openai_server import OpenAIServer, Reply, verdict_logprobs
 
 from konkord.cli import cli
-from konkord.confidence import outcome_of_token, parse_confidence, to_models, verdict_probs
+from konkord.configuration.judge_frame import split_framed_answers
+from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.judge_frame import split_framed_answers
-from konkord.llm import ModelClient
-from konkord.runspec import RunSpec, resolve_run
-from konkord.stages.cascade import cascade_run, check_first_pass, missing_calls
-from konkord.stages.cascade_view import (
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.evidence.verdicts import combine_verdicts
+from konkord.providers.confidence import (
+    outcome_of_token,
+    parse_confidence,
+    to_models,
+    verdict_probs,
+)
+from konkord.providers.llm import ModelClient
+from konkord.stages.judge.cascade import cascade_run, check_first_pass, missing_calls
+from konkord.stages.judge.cascade_view import (
     CascadePairs,
     CascadePlan,
     cascade_pairs,
@@ -34,7 +40,6 @@ from konkord.stages.cascade_view import (
 )
 from konkord.stages.run import answer_key_hash, answer_messages
 from konkord.stats.selective import accepted
-from konkord.verdicts import combine_verdicts
 
 CHEAP, STRONG = "openai/cheap-judge", "openai/strong-judge"
 MODELS = ["openai/model-a", "openai/model-b"]  # model-a writes the better answers
@@ -222,8 +227,8 @@ def test_label_plan_pairs_are_judged_by_the_strong_judge_too(
 
 
 def test_results_say_who_decided_and_keep_the_lean_small(run: RunSpec) -> None:
-    from konkord.stages.report import build_results
-    from konkord.stages.report_ranking import ReportOptions
+    from konkord.stages.report.report import build_results
+    from konkord.stages.report.report_ranking import ReportOptions
 
     cascade(run)
     results = build_results(run, ReportOptions(resamples=50))
@@ -383,7 +388,7 @@ def test_verdict_token_probabilities_are_read_and_renormalised() -> None:
 def test_a_bad_cascade_in_runs_json_names_its_line_and_field(
     tmp_path: Path, cascade: dict[str, Any], message: str
 ) -> None:
-    from konkord.runs_config import load_runs
+    from konkord.configuration.runs_config import load_runs
 
     run = {
         "name": "demo",
@@ -404,7 +409,7 @@ def test_a_bad_cascade_in_runs_json_names_its_line_and_field(
 
 
 def test_a_first_pass_listed_as_a_judge_is_refused(tmp_path: Path) -> None:
-    from konkord.runs_config import load_runs
+    from konkord.configuration.runs_config import load_runs
 
     run = {
         "name": "demo",
@@ -457,7 +462,7 @@ def test_cli_first_pass_on_a_listed_run_needs_the_cascade_in_runs_json(
 def test_build_runs_the_cascade_offline_demo_style(project: Path) -> None:
     """`konkord build` on a simulated run with a cascade: answers, first pass on every pair,
     the strong judge on the escalated and planned pairs only, labels, results; then nothing."""
-    from konkord.stages.cascade import audit_pairs
+    from konkord.stages.judge.cascade import audit_pairs
     from konkord.stages.pipeline import ensure_run
 
     repo = Path(__file__).resolve().parent.parent

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from konkord.runspec import resolve_run
-from konkord.stages.report import build_results
-from konkord.stages.report_ranking import ReportOptions
+from konkord.configuration.runspec import resolve_run
+from konkord.stages.report.report import build_results
+from konkord.stages.report.report_ranking import ReportOptions
 
 REPO = Path(__file__).resolve().parent.parent
 RUN = "demo-support-replies"

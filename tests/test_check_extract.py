@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from konkord.checks.extract import extract_code
 from konkord.checks.runner import run_check
-from konkord.suite import Task
+from konkord.configuration.suite import Task
 
 FENCE = "```"
 

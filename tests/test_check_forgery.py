@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from konkord.checks.runner import run_tests
 from konkord.checks.sandbox import Limits, bwrap_path
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.runspec import RunSpec, write_manifest
+from konkord.configuration.runspec import RunSpec, write_manifest
+from konkord.configuration.suite import load_suite
+from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.stages.run import answer_key_hash, answer_messages
-from konkord.suite import load_suite
 
 pytestmark = [
     pytest.mark.sandbox,

@@ -14,8 +14,9 @@ from conftest import FAKE_KEY, REPO
 from konkord.checks.runner import run_check, run_tests
 from konkord.checks.sandbox import Limits, bwrap_path
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.runspec import RunSpec, write_manifest
+from konkord.configuration.runspec import RunSpec, write_manifest
+from konkord.configuration.suite import load_suite
+from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.stages.check import (
     check_pass_rates,
     check_run,
@@ -25,7 +26,6 @@ from konkord.stages.check import (
     passes_tests,
 )
 from konkord.stages.run import answer_key_hash, answer_messages
-from konkord.suite import load_suite
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
 # A wall limit no healthy run meets on a loaded machine; the hostile answer loops and is

@@ -8,7 +8,7 @@ import pytest
 
 from konkord.checks.runner import run_check
 from konkord.checks.static import check_compiles, check_mypy, check_ruff
-from konkord.suite import Task
+from konkord.configuration.suite import Task
 
 GOOD = "def add(a: int, b: int) -> int:\n    return a + b\n"
 TASK = Task(id="t", prompt="p", checks=("compiles", "ruff_clean", "mypy_clean"))

@@ -16,13 +16,13 @@ from openai_server import OpenAIServer, Reply
 from test_batch import CALLS, JUDGE, content_judge, write_answers, write_project
 
 from konkord.cli import cli
-from konkord.deployments import Deployment, Deployments
-from konkord.door import make_client
+from konkord.configuration.runs_config import load_runs
+from konkord.configuration.runspec import resolve_run
 from konkord.errors import SuiteError
-from konkord.evidence import EvidenceLog
-from konkord.runs_config import load_runs
-from konkord.runspec import resolve_run
-from konkord.stages.judge import judge_run
+from konkord.evidence.log import EvidenceLog
+from konkord.providers.deployments import Deployment, Deployments
+from konkord.providers.door import make_client
+from konkord.stages.judge.judge import judge_run
 
 EAST_KEY = "sk-east-KEY-0123456789abcdef"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from konkord.errors import KonkordError
-from konkord.evidence import AsyncAppender, EvidenceLog, TornLineWarning, record_key
+from konkord.evidence.log import AsyncAppender, EvidenceLog, TornLineWarning, record_key
 
 
 def _answer(task: str, model: str, text: str) -> dict[str, object]:
@@ -29,7 +29,7 @@ def test_an_append_is_fsynced_before_it_returns(tmp_path: Path) -> None:
     # A real kill at the fsync of the stream's file: an append that skipped the fsync would
     # return, print "returned" and exit 0.
     script = (
-        "import sys\nfrom konkord.evidence import EvidenceLog\n"
+        "import sys\nfrom konkord.evidence.log import EvidenceLog\n"
         "EvidenceLog(sys.argv[1]).append('answers', {'kind': 'answer', 'task_id': 't', "
         "'model': 'm', 'settings_hash': 'h', 'text': 'x'})\nprint('returned')"
     )

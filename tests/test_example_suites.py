@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from konkord.mutate import plausible_bug, plausible_bugs
-from konkord.suite import KNOWN_CHECKS, Suite, Task, load_suite
+from konkord.configuration.suite import KNOWN_CHECKS, Suite, Task, load_suite
+from konkord.sim.mutate import plausible_bug, plausible_bugs
 
 REPO = Path(__file__).resolve().parent.parent
 CODEGEN = load_suite(REPO / "suites" / "python_codegen.yaml")

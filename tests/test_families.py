@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from konkord.errors import KonkordError
-from konkord.families import check_judge_independence, family_of
+from konkord.providers.families import check_judge_independence, family_of
 
 REFUSED, ALLOWED = "refused", "allowed"
 

@@ -11,8 +11,13 @@ from click.testing import CliRunner
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 
 from konkord.cli import cli
-from konkord.runspec import resolve_run
-from konkord.stages.freshness import ReportOptions, inputs_digest, results_current, stored_digest
+from konkord.configuration.runspec import resolve_run
+from konkord.stages.report.freshness import (
+    ReportOptions,
+    inputs_digest,
+    results_current,
+    stored_digest,
+)
 
 
 def _run(root: Path) -> dict[tuple[str, str], str]:
@@ -85,8 +90,8 @@ def test_checking_freshness_imports_no_statistics(project: Path) -> None:
     _report()
     code = (
         "import sys\n"
-        "from konkord.runspec import resolve_run\n"
-        "from konkord.stages.freshness import ReportOptions, results_current\n"
+        "from konkord.configuration.runspec import resolve_run\n"
+        "from konkord.stages.report.freshness import ReportOptions, results_current\n"
         "assert results_current(resolve_run('r'), ReportOptions(resamples=50))\n"
         "print(sorted(m for m in ('numpy', 'scipy', 'litellm') if m in sys.modules))\n"
     )

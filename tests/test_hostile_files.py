@@ -315,7 +315,7 @@ def test_the_konkord_state_folder_stays_inside_for_every_stage_that_writes_it(
 def test_a_sibling_folder_sharing_the_projects_name_as_a_prefix_is_outside(
     tmp_path: Path,
 ) -> None:
-    from konkord.paths import outside_problem
+    from konkord.evidence.paths import outside_problem
 
     project, evil = tmp_path / "proj", tmp_path / "proj-evil"
     project.mkdir()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from konkord.judge_frame import (
+from konkord.configuration.judge_frame import (
     FRAME_VERSION,
     answers_nonce,
     compose_system_prompt,
@@ -12,7 +12,7 @@ from konkord.judge_frame import (
     frame_hash,
     split_framed_answers,
 )
-from konkord.suite import Suite, Task
+from konkord.configuration.suite import Suite, Task
 
 RUBRIC = "Prefer the answer that is correct and handles empty input."
 

@@ -21,14 +21,14 @@ from click.testing import CliRunner
 from openai_server import OpenAIServer, Reply
 
 from konkord.cli import cli
+from konkord.configuration.judge_frame import RETRY_REMINDER, split_framed_answers
+from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, now_iso, record_key
-from konkord.judge_frame import RETRY_REMINDER, split_framed_answers
-from konkord.llm import ModelClient
-from konkord.runspec import RunSpec, resolve_run
-from konkord.stages.judge import JudgeSummary, judge_run, missing_verdicts
+from konkord.evidence.log import EvidenceLog, now_iso, record_key
+from konkord.evidence.verdicts import combine_verdicts, judges_in_log, load_verdicts
+from konkord.providers.llm import ModelClient
+from konkord.stages.judge.judge import JudgeSummary, judge_run, missing_verdicts
 from konkord.stages.run import answer_key_hash, answer_messages
-from konkord.verdicts import combine_verdicts, judges_in_log, load_verdicts
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = ["openai/model-a", "openai/model-b", "openai/model-c"]

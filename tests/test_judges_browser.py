@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from konkord.results import read_results
+from konkord.results.judges_table import judge_table
+from konkord.results.schema import read_results
 from konkord.site.formatting import justified_digits
-from konkord.stages.build import build_site
-from konkord.stages.judges_table import judge_table
+from konkord.stages.build.build import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN = "demo-python-codegen"

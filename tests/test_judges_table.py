@@ -13,14 +13,14 @@ from click.testing import CliRunner
 from conftest import REPO, SHARED
 
 from konkord.cli import cli
-from konkord.results import Results, read_results, write_results
-from konkord.runspec import resolve_run
+from konkord.configuration.runspec import resolve_run
+from konkord.results.judges_table import judge_table
+from konkord.results.schema import Results, read_results, write_results
 from konkord.sim import judge_params
 from konkord.sim.judge import judge_decision
 from konkord.sim.reading import Reading
-from konkord.stages.judges_print import format_judge_table, split_text
-from konkord.stages.judges_table import judge_table
-from konkord.stages.report import ReportOptions, build_results
+from konkord.stages.report.judges_print import format_judge_table, split_text
+from konkord.stages.report.report import ReportOptions, build_results
 
 DEMO = "demo-python-codegen"
 MTBENCH = SHARED / "data" / "mtbench_human_judgments"
@@ -209,9 +209,9 @@ def test_rank_picture_escapes_model_names() -> None:
 
 def test_a_cascade_row_says_it_is_a_cascade() -> None:
     """The support demo ranks its strong judge on the cascade's verdicts: the table says so."""
-    from konkord.results import read_results
-    from konkord.stages.judges_print import format_judge_table
-    from konkord.stages.judges_table import judge_table
+    from konkord.results.judges_table import judge_table
+    from konkord.results.schema import read_results
+    from konkord.stages.report.judges_print import format_judge_table
 
     repo = Path(__file__).resolve().parent.parent
     table = judge_table(read_results(repo / "results" / "demo-support-replies.json"))

@@ -14,9 +14,10 @@ import pytest
 import scipy.stats
 from conftest import REPO
 
-from konkord.evidence import EvidenceLog, Record
-from konkord.runspec import resolve_run
-from konkord.stages.calibrate import calibration_block
+from konkord.configuration.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, load_verdicts
+from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.current import current_labels, good_answers
 from konkord.stats.agreement import (
     SWAP,
@@ -30,7 +31,6 @@ from konkord.stats.agreement import (
     oriented_kappa,
     proportion,
 )
-from konkord.verdicts import CombinedVerdict, combine_verdicts, load_verdicts
 
 JUDGE = "judge/j"
 

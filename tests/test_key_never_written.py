@@ -16,7 +16,7 @@ from conftest import FAKE_KEY, REPO
 from openai_server import OpenAIServer, Reply, user_text
 
 from konkord.cli import cli
-from konkord.llm import redact
+from konkord.providers.llm import redact
 
 SECOND_KEY = "sk-ant-konkord-test-SECOND-4be1a2"
 WRITTEN = ("runs", "results", ".konkord", "public")

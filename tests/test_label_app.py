@@ -12,18 +12,18 @@ from click.testing import CliRunner
 from label_fixtures import JUDGE_SECRET, MODELS, make_run, plain_answer, text_to_model
 
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog
-from konkord.label.labels import current_labels
-from konkord.label.sample import label_queue, pool_for_run
-from konkord.runspec import RunSpec
+from konkord.configuration.runspec import RunSpec
+from konkord.evidence.log import EvidenceLog
+from konkord.stages.label.labels import current_labels
+from konkord.stages.label.sample import label_queue, pool_for_run
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
-from konkord.label import launch
-from konkord.label.app import LabelConfig, parse_config
+from konkord.stages.label import launch
+from konkord.stages.label.app import LabelConfig, parse_config
 
-APP = Path(__file__).resolve().parent.parent / "konkord" / "label" / "app.py"
+APP = Path(__file__).resolve().parent.parent / "konkord" / "stages" / "label" / "app.py"
 FORBIDDEN = (*MODELS, "zebra", "quokka", "walrus", JUDGE_SECRET, "VERDICT", "gecko")
 
 

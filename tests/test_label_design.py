@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from konkord.label.design import inclusion_probabilities, queue_prefix
-from konkord.label.sample import Comparison, stratified_order
+from konkord.stages.label.design import inclusion_probabilities, queue_prefix
+from konkord.stages.label.sample import Comparison, stratified_order
 
 
 def _pool() -> list[Comparison]:

@@ -18,9 +18,9 @@ from label_fixtures import (
     start_label_app,
 )
 
-from konkord.evidence import EvidenceLog
-from konkord.label.labels import current_labels
-from konkord.label.sample import label_queue, pool_for_run
+from konkord.evidence.log import EvidenceLog
+from konkord.stages.label.labels import current_labels
+from konkord.stages.label.sample import label_queue, pool_for_run
 
 pytest.importorskip("streamlit")
 sync_api = pytest.importorskip("playwright.sync_api")

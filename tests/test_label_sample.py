@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from label_fixtures import MODELS, make_run
 
-from konkord.evidence import EvidenceLog
-from konkord.label.labels import (
+from konkord.evidence.log import EvidenceLog
+from konkord.stages.label.labels import (
     current_labels,
     last_label,
     record_label,
     undo_last_label,
     withdraw_label,
 )
-from konkord.label.sample import (
+from konkord.stages.label.sample import (
     Comparison,
     comparison_pool,
     label_queue,

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from konkord.cli import cli
 from konkord.errors import KonkordError
-from konkord.model_names import check_model_names, is_known, model_map, nearest
+from konkord.providers.model_names import check_model_names, is_known, model_map, nearest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -117,7 +117,7 @@ def test_run_with_a_typo_calls_and_records_nothing(tmp_path: Path) -> None:
 
 def test_the_check_does_not_import_litellm() -> None:
     code = (
-        "import sys; from konkord.model_names import is_known; "
+        "import sys; from konkord.providers.model_names import is_known; "
         "assert not is_known('gpt-4o-mni'); print('litellm' in sys.modules)"
     )
     done = subprocess.run(

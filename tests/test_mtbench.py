@@ -15,16 +15,16 @@ from click.testing import CliRunner
 from conftest import SHARED
 
 from konkord.cli import cli
+from konkord.configuration.runspec import resolve_run
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog
+from konkord.evidence.log import EvidenceLog
+from konkord.evidence.verdicts import combine_verdicts, load_verdicts
 from konkord.importers.mtbench import JUDGE, import_mtbench
-from konkord.label.labels import current_labels
-from konkord.results import read_results
-from konkord.runspec import resolve_run
-from konkord.stages.calibrate import calibrate_run
-from konkord.stages.report import ReportOptions, answer_shas, build_results, good_answers
+from konkord.results.schema import read_results
+from konkord.stages.calibrate.calibrate import calibrate_run
+from konkord.stages.label.labels import current_labels
+from konkord.stages.report.report import ReportOptions, answer_shas, build_results, good_answers
 from konkord.stages.run import current_answers
-from konkord.verdicts import combine_verdicts, load_verdicts
 
 DATA = SHARED / "data" / "mtbench_human_judgments"
 needs_data = pytest.mark.skipif(
@@ -167,8 +167,8 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def test_hugging_face_rows_bring_answers_a_new_judge_can_judge(project: Path) -> None:
-    from konkord.llm import ModelClient
-    from konkord.stages.judge import judge_run
+    from konkord.providers.llm import ModelClient
+    from konkord.stages.judge.judge import judge_run
 
     path = write_jsonl(project / "hf.jsonl", hf_rows())
     summary = import_mtbench([path], run="hf")
@@ -196,7 +196,7 @@ def test_hugging_face_rows_bring_answers_a_new_judge_can_judge(project: Path) ->
     results = build_results(spec, ReportOptions(resamples=20))
     results_path = spec.results_path
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    from konkord.results import write_results
+    from konkord.results.schema import write_results
 
     write_results(results, results_path)
     blocks = calibrate_run(spec, echo=lambda _: None)
@@ -276,7 +276,7 @@ def test_an_import_into_a_run_another_process_holds_is_refused_and_writes_nothin
     the import holds the run's writer lock like every stage that writes evidence."""
     import threading
 
-    from konkord.stopping import RunBusy, run_lock
+    from konkord.evidence.stopping import RunBusy, run_lock
 
     path = write_jsonl(project / "hf.jsonl", hf_rows())
     holding, release = threading.Event(), threading.Event()

@@ -13,16 +13,16 @@ import pytest
 from openai_server import OpenAIServer, Reply
 
 from konkord.checks.sandbox import Limits, bwrap_path
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.judge_frame import split_framed_answers
-from konkord.llm import ModelClient
-from konkord.runspec import RunSpec, resolve_run
+from konkord.configuration.judge_frame import split_framed_answers
+from konkord.configuration.runspec import RunSpec, resolve_run
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, load_verdicts
+from konkord.providers.llm import ModelClient
 from konkord.stages.check import check_run, passes_tests
-from konkord.stages.judge import judge_run
+from konkord.stages.judge.judge import judge_run
 from konkord.stages.run import answer_key_hash, answer_messages
 from konkord.stats.objective import agreement, objective_block
 from konkord.stats.passrates import pass_rates
-from konkord.verdicts import CombinedVerdict, combine_verdicts, load_verdicts
 
 PASSED = {
     ("t1", "a"): True, ("t1", "b"): False,

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 
-from konkord.evidence import EvidenceLog
-from konkord.label.labels import record_label
-from konkord.label.sample import Comparison
-from konkord.runspec import resolve_run
-from konkord.stages.report import ReportOptions, build_results
+from konkord.configuration.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog
+from konkord.stages.label.labels import record_label
+from konkord.stages.label.sample import Comparison
+from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stats.newton import newton_bt
 
 FAST = ReportOptions(resamples=200, seed=1)

@@ -26,8 +26,8 @@ from test_judge_stage import EXPECTED_CALLS, JUDGE, REPO, content_judge, judge
 from test_judge_stage import demo as demo_fixture  # noqa: F401 (a fixture)
 
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog, now_iso, record_key
-from konkord.runspec import RunSpec
+from konkord.configuration.runspec import RunSpec
+from konkord.evidence.log import EvidenceLog, now_iso, record_key
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_a_held_run_is_refused_by_name_while_labels_still_go_in(
     openai_server.responder = content_judge
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from konkord.stopping import run_lock\n"
+         "import sys, time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
          "with run_lock(Path('runs/demo'), 'run'):\n"
          "    print('held', flush=True); time.sleep(60)"],
         cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -200,9 +200,9 @@ def test_second_ctrl_c_aborts_at_once(
 def test_two_stages_side_by_side_in_one_process_contend_as_two_processes_do(
     spec: RunSpec, openai_server: OpenAIServer
 ) -> None:
-    from konkord.llm import ModelClient
-    from konkord.stages.judge import judge_run
-    from konkord.stopping import RunBusy
+    from konkord.evidence.stopping import RunBusy
+    from konkord.providers.llm import ModelClient
+    from konkord.stages.judge.judge import judge_run
 
     server = Paying(delay_s=0.1)
     openai_server.responder = server
@@ -258,12 +258,12 @@ def test_two_people_label_one_run_at_once_while_a_judge_holds_it(
     from label_fixtures import make_run
     from test_label_app import click, progress_text, start
 
-    from konkord.label.labels import current_labels
+    from konkord.stages.label.labels import current_labels
 
     labelled = make_run(project, n_tasks=25)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import time; from pathlib import Path; from konkord.stopping import run_lock\n"
+         "import time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
          "with run_lock(Path('runs/demo'), 'judge'):\n"
          "    print('held', flush=True); time.sleep(120)"],
         cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -303,7 +303,7 @@ def test_a_refused_run_or_cascade_leaves_run_json_as_it_was(
     sent = len(openai_server.requests)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import time; from pathlib import Path; from konkord.stopping import run_lock\n"
+         "import time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
          "with run_lock(Path('runs/s'), 'run'):\n"
          "    print('held', flush=True); time.sleep(120)"],
         cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -347,7 +347,7 @@ def test_a_ctrl_c_after_the_work_is_done_leaves_the_status_alone(project: Path) 
 
 
 def test_the_writer_lock_lives_under_konkord_not_in_the_evidence(tmp_path: Path) -> None:
-    from konkord.stopping import run_lock
+    from konkord.evidence.stopping import run_lock
 
     run_dir = tmp_path / "runs" / "demo"
     run_dir.mkdir(parents=True)

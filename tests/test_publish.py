@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from test_build_pipeline import SUITE, write_project
 
 from konkord.cli import cli
-from konkord.stages.publish import with_entry
+from konkord.stages.build.publish import with_entry
 
 MODELS = "sim/a:strength=1,sim/b:strength=-1"
 JUDGE = "sim-judge/fair:accuracy=0.9"
@@ -76,10 +76,10 @@ def test_publish_of_an_unknown_run_says_how_to_make_one(project: Path) -> None:
 
 
 def test_calibrate_right_after_labelling_needs_no_report(project: Path) -> None:
-    from konkord.evidence import EvidenceLog
-    from konkord.label.labels import record_label
-    from konkord.label.sample import pool_for_run
-    from konkord.runspec import resolve_run
+    from konkord.configuration.runspec import resolve_run
+    from konkord.evidence.log import EvidenceLog
+    from konkord.stages.label.labels import record_label
+    from konkord.stages.label.sample import pool_for_run
 
     made_run(project)
     spec = resolve_run("mine")

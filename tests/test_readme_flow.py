@@ -89,7 +89,7 @@ def label_in_the_app(project: Path, args: list[str], monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("KONKORD_LABEL_N", str(LABELS))
     from streamlit.testing.v1 import AppTest
 
-    app = AppTest.from_file(str(ROOT / "konkord" / "label" / "app.py"), default_timeout=60)
+    app = AppTest.from_file(str(ROOT / "konkord" / "stages" / "label" / "app.py"), default_timeout=60)
     app.run()
     assert not app.exception, app.exception
     for click in range(LABELS):

@@ -20,11 +20,11 @@ from openai_server import OpenAIServer, Reply, user_text
 from test_judge_stage import JUDGE, MODELS, REPO, content_judge, demo, judge  # noqa: F401
 
 from konkord.cli import cli
-from konkord.evidence import EvidenceLog
-from konkord.llm import CallSettings, ModelClient
-from konkord.results import read_results
-from konkord.runspec import RunSpec
-from konkord.verdicts import load_verdicts
+from konkord.configuration.runspec import RunSpec
+from konkord.evidence.log import EvidenceLog
+from konkord.evidence.verdicts import load_verdicts
+from konkord.providers.llm import CallSettings, ModelClient
+from konkord.results.schema import read_results
 
 
 def _suite(path: Path, n: int) -> None:

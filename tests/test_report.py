@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from evidence_factory import add_answers, add_prompt, add_verdict, write_runs, write_suite
 
 from konkord.cli import cli
+from konkord.configuration.runspec import resolve_run
 from konkord.errors import KonkordError
-from konkord.results import SCHEMA_VERSION, read_results, write_results
-from konkord.runspec import resolve_run
-from konkord.stages.report import ReportOptions, build_results
+from konkord.results.schema import SCHEMA_VERSION, read_results, write_results
+from konkord.stages.report.report import ReportOptions, build_results
 
 FAST = ReportOptions(resamples=200, seed=1)
 

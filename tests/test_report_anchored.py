@@ -9,12 +9,12 @@ import pytest
 from conftest import SHARED
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 
-from konkord.evidence import EvidenceLog
-from konkord.label.design import inclusion_probabilities
-from konkord.label.labels import current_labels, record_label
-from konkord.label.sample import Comparison, label_queue, pool_for_run
-from konkord.runspec import resolve_run
-from konkord.stages.report import ReportOptions, build_results
+from konkord.configuration.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog
+from konkord.stages.label.design import inclusion_probabilities
+from konkord.stages.label.labels import current_labels, record_label
+from konkord.stages.label.sample import Comparison, label_queue, pool_for_run
+from konkord.stages.report.report import ReportOptions, build_results
 
 FAST = ReportOptions(resamples=200, seed=1)
 MODELS = ["m/a", "m/b", "m/c"]
@@ -72,7 +72,7 @@ def test_labels_correct_a_judge_that_puts_the_worst_model_first(project: Path) -
 def test_the_report_prints_the_share_of_clipped_resamples(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from konkord.stages.report_print import print_report
+    from konkord.stages.report.report_print import print_report
 
     _run_with_a_judge_that_favours_c(project)
     _label_queue(project, 45)
@@ -101,7 +101,7 @@ def test_a_skipped_item_is_counted_and_recorded_probabilities_are_those_of_the_q
         assert record["inclusion_probability"] == pytest.approx(expected[c])
         assert record["sample_seed"] == 3
     # Withdraw one label in the middle of the queue: it was drawn, and nobody labelled it.
-    from konkord.label.labels import withdraw_label
+    from konkord.stages.label.labels import withdraw_label
 
     withdraw_label(log, labelled[5], "ana")
     anchored = build_results(spec, FAST).judge_blocks[0].anchored
@@ -148,8 +148,8 @@ def test_the_leaderboard_shows_the_anchored_ranking_beside_the_judges(project: P
 
     from bs4 import BeautifulSoup
 
-    from konkord.results import write_results
-    from konkord.stages.build import build_site
+    from konkord.results.schema import write_results
+    from konkord.stages.build.build import build_site
 
     _run_with_a_judge_that_favours_c(project)
     _label_queue(project, 45)

@@ -21,7 +21,7 @@ from test_runs_config import BAD_RUNS
 from test_suite_loading import BAD_SUITES
 
 from konkord.cli import cli
-from konkord.llm import load_dotenv_file
+from konkord.providers.llm import load_dotenv_file
 
 BAD = Path(__file__).parent / "data" / "bad_inputs"
 KONKORD = Path(sys.executable).parent / "konkord"

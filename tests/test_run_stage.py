@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from openai_server import OpenAIServer, Reply, user_text
 
-from konkord.evidence import EvidenceLog
-from konkord.llm import CallSettings, ModelClient, load_litellm
-from konkord.runs_config import Price
+from konkord.configuration.runs_config import Price
+from konkord.configuration.suite import Suite, Task
+from konkord.evidence.log import EvidenceLog
+from konkord.providers.llm import CallSettings, ModelClient, load_litellm
 from konkord.stages.run import RunSummary, answer_messages, current_answers, generate_answers
-from konkord.suite import Suite, Task
 
 SUITE = Suite(
     name="tiny",
@@ -393,7 +393,7 @@ def test_sim_models_answer_offline_through_litellm(project: Path) -> None:
 
 
 def test_response_cache_survives_torn_lines_and_later_entries_win(tmp_path: Path) -> None:
-    from konkord.llm import CallResult, ResponseCache
+    from konkord.providers.llm import CallResult, ResponseCache
 
     cache = ResponseCache(tmp_path)
     first, second = "a" * 64, "b" * 64

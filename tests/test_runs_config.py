@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from konkord.cli import cli
+from konkord.configuration.runs_config import load_runs
+from konkord.configuration.runspec import RunSpec, resolve_run, write_manifest
+from konkord.configuration.suite import load_suite
 from konkord.errors import KonkordError, SuiteError
-from konkord.llm import CallSettings
-from konkord.runs_config import load_runs
-from konkord.runspec import RunSpec, resolve_run, write_manifest
-from konkord.suite import load_suite
+from konkord.providers.llm import CallSettings
 
 BAD = Path(__file__).parent / "data" / "bad_inputs"
 

@@ -13,14 +13,18 @@ from pathlib import Path
 import pytest
 
 from konkord import sim
+from konkord.configuration.judge_frame import (
+    compose_system_prompt,
+    compose_user_message,
+    parse_verdict,
+)
+from konkord.configuration.runspec import resolve_run
+from konkord.configuration.suite import Suite, load_suite
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog
-from konkord.judge_frame import compose_system_prompt, compose_user_message, parse_verdict
-from konkord.llm import CallSettings, ModelClient
-from konkord.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog
+from konkord.evidence.verdicts import combine_verdicts, load_verdicts
+from konkord.providers.llm import CallSettings, ModelClient
 from konkord.stages.run import answer_messages, current_answers, generate_answers
-from konkord.suite import Suite, load_suite
-from konkord.verdicts import combine_verdicts, load_verdicts
 
 REPO = Path(__file__).resolve().parent.parent
 CODEGEN = REPO / "suites" / "python_codegen.yaml"
@@ -197,7 +201,7 @@ def sim_run(project: Path) -> str:
 
 
 def test_run_and_judge_stages_rank_the_sim_field_in_order(sim_run: str) -> None:
-    from konkord.stages.judge import judge_run
+    from konkord.stages.judge.judge import judge_run
 
     spec = resolve_run(sim_run)
     log = EvidenceLog(spec.run_dir)
@@ -217,7 +221,7 @@ def test_run_and_judge_stages_rank_the_sim_field_in_order(sim_run: str) -> None:
 
 
 def test_a_pure_position_judge_flips_every_pair(sim_run: str) -> None:
-    from konkord.stages.judge import judge_run
+    from konkord.stages.judge.judge import judge_run
 
     spec = resolve_run(sim_run)
     summary = asyncio.run(judge_run(spec, ["sim-judge/first"], ModelClient(cache_dir=None)))

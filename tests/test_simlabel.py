@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from konkord.evidence import EvidenceLog
-from konkord.llm import ModelClient
-from konkord.runspec import RunSpec, resolve_run
-from konkord.simlabel import simulate_labels, simulate_plan_labels, true_winner
+from konkord.configuration.runspec import RunSpec, resolve_run
+from konkord.evidence.log import EvidenceLog
+from konkord.providers.llm import ModelClient
+from konkord.stages.label.simulated import simulate_labels, simulate_plan_labels, true_winner
 from konkord.stages.run import current_answers, generate_answers
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from konkord.cli import cli
 from konkord.errors import KonkordError
-from konkord.stages import simulate as sim
-from konkord.stages import simulate_sweep
+from konkord.stages.simulate import simulate as sim
+from konkord.stages.simulate import simulate_sweep
 
 PUBLISHED_WIN_RATES = [0.80, 0.70, 0.61, 0.51, 0.42, 0.32, 0.22, 0.13, 0.03]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fixtures_site import HOSTILE_ANSWERS, build_standard_site
 
-from konkord.results import Results
+from konkord.results.schema import Results
 from konkord.site.environment import REVEAL_JS
 
 CHROMIUM = Path("/usr/bin/chromium")

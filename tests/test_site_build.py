@@ -11,8 +11,8 @@ from fixtures_site import make_results, write_project
 
 from konkord.cli import cli
 from konkord.errors import KonkordError
-from konkord.results import Results, write_results
-from konkord.stages.build import build_site
+from konkord.results.schema import Results, write_results
+from konkord.stages.build.build import build_site
 
 RUNS = Path("runs.json")
 OUT = Path("public")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fixtures_site import build_standard_site
 
-from konkord.results import Results
+from konkord.results.schema import Results
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [

@@ -11,11 +11,11 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from fixtures_site import make_results, write_project
 
-from konkord.results import CheckView, Interval, LabelView, PassRate, Proportion, Results
+from konkord.results.schema import CheckView, Interval, LabelView, PassRate, Proportion, Results
 from konkord.site.formatting import anchor
 from konkord.site.markdown import summary_line
 from konkord.site.task_pages import pair_anchor
-from konkord.stages.build import build_site
+from konkord.stages.build.build import build_site
 
 TESTS = "assert solve(1) == 2\nassert solve(0) == 0"
 

@@ -14,10 +14,10 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from fixtures_site import HOSTILE_ANSWERS, SYSTEM_PROMPT, make_results, standard_runs, write_project
 
-from konkord.results import Results
+from konkord.results.schema import Results
 from konkord.site.environment import REVEAL_JS
 from konkord.site.markdown import render_markdown, sanitise_html
-from konkord.stages.build import build_site
+from konkord.stages.build.build import build_site
 
 
 @pytest.fixture(scope="module")

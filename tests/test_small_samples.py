@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 
-from konkord.evidence import EvidenceLog, now_iso
-from konkord.results import write_results
-from konkord.runspec import resolve_run
+from konkord.configuration.runspec import resolve_run
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.results.schema import write_results
 from konkord.site.markdown import render_markdown
-from konkord.stages.calibrate import calibrate_run
-from konkord.stages.report import ReportOptions, build_results
+from konkord.stages.calibrate.calibrate import calibrate_run
+from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stats import bootstrap, comparisons, verdicts, wilson_interval
 from konkord.stats.floors import sign_tests
 from konkord.stats.ranking import about_tasks, rank, tasks_to_separate

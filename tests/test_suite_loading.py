@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from konkord.cli import cli
+from konkord.configuration.suite import load_suite, mentions_verdict
 from konkord.errors import SuiteError
-from konkord.suite import load_suite, mentions_verdict
 
 BAD = Path(__file__).parent / "data" / "bad_inputs"
 

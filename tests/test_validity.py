@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from konkord import stats
-from konkord.stages.simulate import JudgeModel, Plan, draw_run, run_plan, strengths_from_spread
+from konkord.stages.simulate.simulate import (
+    JudgeModel,
+    Plan,
+    draw_run,
+    run_plan,
+    strengths_from_spread,
+)
 
 JUDGE = JudgeModel(accuracy=0.85, position_bias=0.5, tie_rate=0.1)
 TWINS = np.array([0.8, 0.8, 0.0, 0.0, -0.8, -0.8])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from konkord.judge_frame import parse_verdict
-from konkord.verdicts import combine_verdicts, flip_rate
+from konkord.configuration.judge_frame import parse_verdict
+from konkord.evidence.verdicts import combine_verdicts, flip_rate
 
 NONE = None
 AMB = "ambiguous"  # two different verdict lines: a failure, not the last one
@@ -80,7 +80,7 @@ def test_empty_response_says_so() -> None:
     assert parse_verdict("   ").detail == "the response is empty"
 
 
-# Combining the two orders of a pair (konkord.verdicts).
+# Combining the two orders of a pair (konkord.evidence.verdicts).
 
 
 def record(order: str, winner: str | None, kind: str = "verdict", sha_a: str = "sa") -> dict:

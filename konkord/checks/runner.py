@@ -8,7 +8,7 @@ from konkord.checks import CheckResult
 from konkord.checks.extract import NO_CODE_REASON, extract_code
 from konkord.checks.sandbox import Limits, ProgramRun, run_program
 from konkord.checks.static import check_compiles, check_mypy, check_ruff
-from konkord.suite import Task
+from konkord.configuration.suite import Task
 
 SIGXCPU = 24
 SIGKILL = 9

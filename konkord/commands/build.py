@@ -27,8 +27,8 @@ def build(offline: bool, out: Path, runs_file: Path) -> None:
     each. Pages whose inputs did not change are not rewritten. Run it from the
     project root; open OUT/index.html through `konkord serve`.
     """
-    from konkord.buildstamp import replay
-    from konkord.paths import require_state_inside
+    from konkord.evidence.paths import require_state_inside
+    from konkord.results.buildstamp import replay
 
     require_state_inside()  # the stamp is read from .konkord/: never from outside the project
     unchanged = replay(out, runs_file)
@@ -37,7 +37,7 @@ def build(offline: bool, out: Path, runs_file: Path) -> None:
             click.echo(line)
         click.echo(f"built {out}/: {unchanged.summary()}")
         return
-    from konkord.stages.build import build_site
+    from konkord.stages.build.build import build_site
 
     summary = build_site(out, offline, runs_file, progress=click.echo)
     click.echo(f"built {out}/: {summary.line()}")

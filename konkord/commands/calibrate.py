@@ -23,13 +23,13 @@ def calibrate(run_name: str, judge: str | None) -> None:
     every disagreement. Without a results file yet, computes it first, as
     `konkord report` would. Calls no model.
     """
-    from konkord.runspec import resolve_run
-    from konkord.stages.calibrate import calibrate_run
+    from konkord.configuration.runspec import resolve_run
+    from konkord.stages.calibrate.calibrate import calibrate_run
 
     spec = resolve_run(run_name)
     if not spec.results_path.exists():
-        from konkord.results import write_results
-        from konkord.stages.report import ReportOptions, build_results
+        from konkord.results.schema import write_results
+        from konkord.stages.report.report import ReportOptions, build_results
 
         click.echo(
             f"no {spec.results_path} yet: computing it first, as `konkord report --run "

@@ -45,9 +45,9 @@ def check(run_name: str, concurrency: int, sandbox: str) -> None:
     saved as it arrives (runs/<run>/checks.jsonl); a rerun checks only new or
     changed answers.
     """
+    from konkord.commands.progress import progress_bar
+    from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
-    from konkord.progress import progress_bar
-    from konkord.runspec import resolve_run
     from konkord.stages.check import check_run, missing_checks
 
     if concurrency < 1:

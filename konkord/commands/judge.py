@@ -15,7 +15,7 @@ from konkord.commands.large_run_options import (
 )
 
 if TYPE_CHECKING:
-    from konkord.runspec import RunSpec
+    from konkord.configuration.runspec import RunSpec
 
 
 @click.command()
@@ -75,11 +75,11 @@ def judge(
     ranked model is refused. Resumable: a rerun judges only what is missing,
     failed or stale. Credentials come from the environment or a .env file.
     """
+    from konkord.commands.progress import progress_bar
+    from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
-    from konkord.model_names import check_model_names
-    from konkord.progress import progress_bar
-    from konkord.runspec import resolve_run
-    from konkord.stages.judge import judge_run, planned_calls, preflight, summary_lines
+    from konkord.providers.model_names import check_model_names
+    from konkord.stages.judge.judge import judge_run, planned_calls, preflight, summary_lines
 
     if max_tokens <= 0:
         raise KonkordError("--max-tokens must be a positive number of tokens")
@@ -93,7 +93,7 @@ def judge(
     )
     _require_usable_answers(spec)
     from konkord.commands.judge_cascade import cascade_plan, run_cascade
-    from konkord.stopping import run_lock
+    from konkord.evidence.stopping import run_lock
 
     if not dry_run:  # one writer for the whole command: the cascade's run.json and every call
         click.get_current_context().with_resource(run_lock(spec.run_dir, "judge"))
@@ -117,13 +117,13 @@ def judge(
         err=True,
     )
     if dry_run:
-        from konkord.dry_run import judge_estimates
+        from konkord.stages.dry_run import judge_estimates
 
         print_estimates(judge_estimates(spec, tuple(chosen), max_tokens, batch), batch)
         return
     from dataclasses import replace
 
-    from konkord.door import check_options, check_prices, make_client
+    from konkord.providers.door import check_options, check_prices, make_client
 
     if api_base:
         spec = replace(spec, settings=replace(spec.settings, api_base=api_base))
@@ -174,7 +174,7 @@ def _require_usable_answers(spec: RunSpec) -> None:
     """Refuse a run where no task has two good answers: there is nothing to compare, and a
     judge stage that "succeeds" with zero verdicts would hide it."""
     from konkord.errors import KonkordError
-    from konkord.evidence import EvidenceLog
+    from konkord.evidence.log import EvidenceLog
     from konkord.stages.current import answer_shas, good_answers
 
     answers = good_answers(spec, EvidenceLog(spec.run_dir))

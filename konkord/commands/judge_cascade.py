@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import click
 
+from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
-from konkord.runspec import RunSpec
-from konkord.stages.cascade_view import CascadePlan, plan_of
+from konkord.stages.judge.cascade_view import CascadePlan, plan_of
 
 
 def cascade_plan(
@@ -20,8 +20,8 @@ def cascade_plan(
     confidence: str | None,
 ) -> CascadePlan | None:
     """The cascade to run: from the options, else the run's own when no --judge was given."""
-    from konkord.confidence import parse_confidence
-    from konkord.runs_config import Cascade
+    from konkord.configuration.runs_config import Cascade
+    from konkord.providers.confidence import parse_confidence
 
     try:
         parse_confidence(confidence or "logprobs")
@@ -48,7 +48,7 @@ def cascade_plan(
     default = spec.cascade.accept_at if spec.cascade else 0.8
     plan = CascadePlan(first_pass, strong[0], accept_at or default, confidence or "logprobs")
     if not spec.in_runs_file:
-        from konkord.runspec import write_manifest
+        from konkord.configuration.runspec import write_manifest
 
         cascade = Cascade(
             first_pass=plan.first_pass,
@@ -77,8 +77,8 @@ def run_cascade(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-    from konkord.stages.cascade import cascade_lines, cascade_run
-    from konkord.stages.judge import summary_lines
+    from konkord.stages.judge.cascade import cascade_lines, cascade_run
+    from konkord.stages.judge.judge import summary_lines
 
     click.echo(
         f"judge {spec.name}: first pass {plan.first_pass} on every pair, both orders; "

@@ -19,11 +19,11 @@ def judges(run_name: str) -> None:
     judges' verdicts pooled) beside each judge's own order. Reads
     results/<run>.json (run `konkord report` first). Calls no model.
     """
+    from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
-    from konkord.results import read_results
-    from konkord.runspec import resolve_run
-    from konkord.stages.judges_print import format_judge_table
-    from konkord.stages.judges_table import judge_table
+    from konkord.results.judges_table import judge_table
+    from konkord.results.schema import read_results
+    from konkord.stages.report.judges_print import format_judge_table
 
     spec = resolve_run(run_name)
     results = read_results(spec.results_path)

@@ -55,11 +55,11 @@ def label(
     import importlib.util
     import sys
 
+    from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
-    from konkord.evidence import EvidenceLog
-    from konkord.label.launch import app_url, serve, streamlit_command
-    from konkord.label.sample import pool_for_run
-    from konkord.runspec import resolve_run
+    from konkord.evidence.log import EvidenceLog
+    from konkord.stages.label.launch import app_url, serve, streamlit_command
+    from konkord.stages.label.sample import pool_for_run
 
     if importlib.util.find_spec("streamlit") is None:
         raise KonkordError(

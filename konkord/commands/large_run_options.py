@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from konkord.budget import Estimate
-    from konkord.llm import ModelClient
+    from konkord.providers.budget import Estimate
+    from konkord.providers.llm import ModelClient
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +40,7 @@ def large_run_options(command: F) -> F:
 
 def print_estimates(estimates: list[Estimate], batch: bool) -> None:
     """The dry-run report on stdout."""
-    from konkord.budget import estimate_lines
+    from konkord.providers.budget import estimate_lines
 
     for line in estimate_lines(estimates, batch):
         click.echo(line)

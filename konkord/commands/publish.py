@@ -25,7 +25,7 @@ def publish(name: str, runs_file: Path) -> None:
     import`, and from results/NAME.json when it exists. runs.json is replaced
     atomically; edit it afterwards to add a label plan or prices.
     """
-    from konkord.stages.publish import publish as publish_run
+    from konkord.stages.build.publish import publish as publish_run
 
     entry = publish_run(name, runs_file)
     if entry is None:

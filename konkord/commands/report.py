@@ -24,8 +24,8 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     diagnostics and cost, and write them with every answer and verdict to one
     versioned results file. Calls no model.
     """
-    from konkord import reportstamp
-    from konkord.paths import require_state_inside
+    from konkord.evidence.paths import require_state_inside
+    from konkord.results import reportstamp
 
     require_state_inside()  # the stamp is read from .konkord/: never from outside the project
     key = reportstamp.report_key(run_name, out, (resamples, seed, resample))
@@ -34,13 +34,13 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
         click.echo(replayed, nl=False)
         return
 
+    from konkord.configuration.runs_config import DEFAULT_RUNS_FILE
+    from konkord.configuration.runspec import manifest_path, resolve_run
     from konkord.errors import KonkordError
-    from konkord.paths import require_inside
-    from konkord.results import read_results, write_results
-    from konkord.runs_config import DEFAULT_RUNS_FILE
-    from konkord.runspec import manifest_path, resolve_run
-    from konkord.stages.freshness import ReportOptions, results_current
-    from konkord.stages.report_print import print_report
+    from konkord.evidence.paths import require_inside
+    from konkord.results.schema import read_results, write_results
+    from konkord.stages.report.freshness import ReportOptions, results_current
+    from konkord.stages.report.report_print import print_report
 
     spec = resolve_run(run_name)
     if out is not None:
@@ -71,7 +71,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
             if reportstamp.fingerprint(key, files, folders) == before:
                 reportstamp.record(key, files, folders, before, printed.getvalue())
             return
-    from konkord.stages.report import build_results
+    from konkord.stages.report.report import build_results
 
     results = build_results(spec, options)
     write_results(results, path)

@@ -15,7 +15,7 @@ from konkord.commands.large_run_options import (
 )
 
 if TYPE_CHECKING:
-    from konkord.runspec import RunSpec
+    from konkord.configuration.runspec import RunSpec
 
 
 @click.command()
@@ -87,8 +87,8 @@ def run(
     import asyncio
     import warnings
 
-    from konkord.evidence import EvidenceLog, TornLineWarning
-    from konkord.model_names import check_model_names
+    from konkord.evidence.log import EvidenceLog, TornLineWarning
+    from konkord.providers.model_names import check_model_names
     from konkord.stages.run import answers_to_make
 
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
@@ -101,16 +101,16 @@ def run(
         # Before the client, progress bar and prices are imported: a typo answers at once.
         check_model_names(routed, "--models", spec.settings.api_base)
 
-        from konkord.credentials import has_url_credentials
-        from konkord.door import check_options, check_prices, make_client
-        from konkord.llm import missing_credentials
-        from konkord.progress import progress_bar
-        from konkord.runspec import manifest_path, write_manifest
+        from konkord.commands.progress import progress_bar
+        from konkord.configuration.runspec import manifest_path, write_manifest
+        from konkord.evidence.stopping import run_lock
+        from konkord.providers.credentials import has_url_credentials
+        from konkord.providers.door import check_options, check_prices, make_client
+        from konkord.providers.llm import missing_credentials
         from konkord.stages.run import generate_answers, truncated_answers
-        from konkord.stopping import run_lock
 
         if dry_run:
-            from konkord.dry_run import run_estimates
+            from konkord.stages.dry_run import run_estimates
 
             print_estimates(run_estimates(spec, spec.settings, force, batch), batch)
             return
@@ -232,10 +232,8 @@ def plan_run(
     """
     from dataclasses import replace
 
-    from konkord.llm import CallSettings
-    from konkord.paths import require_inside, require_state_inside
-    from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
-    from konkord.runspec import (
+    from konkord.configuration.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
+    from konkord.configuration.runspec import (
         RUNS_ROOT,
         DamagedManifest,
         RunSpec,
@@ -243,7 +241,9 @@ def plan_run(
         manifest_path,
         spec_from_entry,
     )
-    from konkord.suite import SLUG, load_suite, slug_problem
+    from konkord.configuration.suite import SLUG, load_suite, slug_problem
+    from konkord.evidence.paths import require_inside, require_state_inside
+    from konkord.providers.llm import CallSettings
 
     model_list = _model_list(models)
     name = run_name or (suite_path.stem if suite_path else None)

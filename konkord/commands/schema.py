@@ -10,6 +10,6 @@ def schema() -> None:
     """Print the JSON Schema of results/<run>.json (the versioned results file)."""
     import json
 
-    from konkord.results import json_schema
+    from konkord.results.schema import json_schema
 
     click.echo(json.dumps(json_schema(), indent=2))

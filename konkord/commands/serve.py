@@ -20,8 +20,8 @@ def serve(port: int, out: Path, runs_file: Path) -> None:
     open pages. A build error is printed here and shown on the page; the server
     keeps running until Ctrl-C.
     """
-    from konkord.paths import require_folder_inside
-    from konkord.site.serve import serve_site
+    from konkord.evidence.paths import require_folder_inside
+    from konkord.stages.build.serve import serve_site
 
     # refused before serving: the server would make and serve the folder wherever it points
     require_folder_inside(out, "--out", runs_file.parent)

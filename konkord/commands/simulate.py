@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from konkord.stages.simulate import Plan
+    from konkord.stages.simulate.simulate import Plan
 
 
 def _rates(value: str | None) -> list[float] | None:
@@ -123,8 +123,8 @@ def simulate(
       konkord simulate --win-rates 80,70,61,51,42,32,22,13,3 --tasks 14 --flip-rate 0.14
     """
     from konkord.errors import KonkordError
-    from konkord.stages import simulate as sim
-    from konkord.stages import simulate_summary, simulate_sweep
+    from konkord.stages.simulate import simulate as sim
+    from konkord.stages.simulate import simulate_summary, simulate_sweep
 
     if judge_accuracy is not None and flip_rate is not None:
         raise KonkordError("give --judge-accuracy or --flip-rate, not both")
@@ -139,7 +139,7 @@ def simulate(
     if n_tasks < 2 or runs < 1 or resamples < 10:
         raise KonkordError("--tasks must be at least 2, --runs at least 1, --resamples 10")
     if sweep_runs > 0:
-        from konkord.paths import require_inside
+        from konkord.evidence.paths import require_inside
 
         require_inside(plot, "--plot")
     rates = _rates(win_rates)
@@ -182,7 +182,7 @@ def simulate(
     if sweep is not None:
         title = f"{plan.n_models} models, judge flip rate {judge.flip_rate:.0%}"
         plot.parent.mkdir(parents=True, exist_ok=True)
-        from konkord.atomic import write_atomic
+        from konkord.evidence.atomic import write_atomic
 
         write_atomic(plot, simulate_sweep.sweep_svg(sweep, title))
         click.echo(f"\nplot: {plot}")
@@ -191,7 +191,7 @@ def simulate(
 def _biased_judge(plan: Plan, bias: float, favour: int | None, names: list[str]) -> None:
     """The biased-judge study: coverage of people's ranking by three kinds of interval."""
     from konkord.errors import KonkordError
-    from konkord.stages.simulate_summary import anchored_lines
+    from konkord.stages.simulate.simulate_summary import anchored_lines
     from konkord.stats.anchored_sim import coverage_study
 
     if plan.label_budget < 1:

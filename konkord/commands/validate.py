@@ -18,8 +18,8 @@ def validate(paths: tuple[Path, ...]) -> None:
     together with the suites it names. Exits non-zero if any file is invalid;
     nothing is written.
     """
-    from konkord.runs_config import load_runs
-    from konkord.suite import load_suite
+    from konkord.configuration.runs_config import load_runs
+    from konkord.configuration.suite import load_suite
 
     failed = 0
     files: list[Path] = []

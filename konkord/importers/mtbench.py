@@ -7,7 +7,7 @@ labels with the expert id as labeller; an expert's second vote on the same item 
 `expert_3#2` (the evidence key holds one label per labeller and item, and no vote may be lost).
 Author votes are kept apart in runs/<run>/import/author_votes.jsonl unless asked for, as the
 published comparison leaves them out. GPT-4 pair votes become the combined verdicts of judge
-`gpt4_pair`, written as two order records that `konkord.verdicts.combine_verdicts` combines back.
+`gpt4_pair`, written as two order records that `konkord.evidence.verdicts.combine_verdicts` combines back.
 With conversations, the answers are imported too, so `konkord judge` can judge the same pairs.
 
 Reading lives in `mtbench_read`, record building in `mtbench_records`; this module writes the run.
@@ -23,9 +23,14 @@ from pathlib import Path
 
 import yaml
 
-from konkord.atomic import write_atomic
+from konkord.configuration.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
+from konkord.configuration.runspec import RunSpec, resolve_run, write_manifest
+from konkord.configuration.suite import SLUG, Suite, Task, slug_problem
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog, now_iso
+from konkord.evidence.atomic import write_atomic
+from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.evidence.paths import require_folder_inside, require_inside, require_state_inside
+from konkord.evidence.verdicts import answer_sha
 from konkord.importers.mtbench_read import JUDGE, Vote, read_dataset, task_id, vote_kind
 from konkord.importers.mtbench_records import (
     SOURCE,
@@ -34,11 +39,6 @@ from konkord.importers.mtbench_records import (
     order_records,
     task_prompt,
 )
-from konkord.paths import require_folder_inside, require_inside, require_state_inside
-from konkord.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
-from konkord.runspec import RunSpec, resolve_run, write_manifest
-from konkord.suite import SLUG, Suite, Task, slug_problem
-from konkord.verdicts import answer_sha
 
 __all__ = ["DEFAULT_RUN", "JUDGE", "RUBRIC", "ImportSummary", "import_mtbench"]
 
@@ -90,7 +90,7 @@ def import_mtbench(
     """Write a suite, a manifest and the evidence of a new run from MT-Bench judgment files,
     holding the run's writer lock: two imports into one new run at once would both pass the
     "already has evidence" check and record every vote twice."""
-    from konkord.stopping import run_lock
+    from konkord.evidence.stopping import run_lock
 
     if not SLUG.match(run):
         raise KonkordError(f"run name {slug_problem(run)}: --run")

@@ -1,6 +1,6 @@
 """Turn MT-Bench votes and conversations into Konkord evidence records.
 
-GPT-4 pair votes become two order records each (which `konkord.verdicts.combine_verdicts`
+GPT-4 pair votes become two order records each (which `konkord.evidence.verdicts.combine_verdicts`
 combines back to the published verdict), expert votes become labels, and conversations become
 answer records keyed exactly as `konkord run` keys them.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from konkord.evidence import Record
+from konkord.configuration.suite import Suite
+from konkord.evidence.log import Record
 from konkord.importers.mtbench_read import JUDGE, Dataset, Vote
-from konkord.llm import CallSettings
+from konkord.providers.llm import CallSettings
 from konkord.stages.run import answer_key_hash, answer_messages
-from konkord.suite import Suite
 
 FRAME_HASH = "mt-bench-gpt4-pair"
 SOURCE = "lmsys/mt_bench_human_judgments (Zheng et al. 2023, CC BY 4.0)"

@@ -27,7 +27,7 @@ from konkord.sim.tasks import (
 @functools.lru_cache(maxsize=512)
 def _bug_candidates(code: str) -> tuple[str, ...]:
     """Every single-bug copy of `code` (cached: planting bugs is the simulator's costly part)."""
-    from konkord.mutate import plausible_bugs
+    from konkord.sim.mutate import plausible_bugs
 
     try:
         return tuple(plausible_bugs(code))

@@ -13,7 +13,7 @@ from konkord.sim.tasks import TaskView, view_from_judge_message
 
 
 def _judge_view(messages: list[dict[str, Any]]) -> tuple[TaskView, str, str] | None:
-    from konkord.judge_frame import split_framed_answers
+    from konkord.configuration.judge_frame import split_framed_answers
 
     for message in reversed(messages):
         if message.get("role") != "user":

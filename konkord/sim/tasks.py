@@ -44,7 +44,7 @@ def register_reference(prompt: str, reference: str) -> None:
 
 
 def register_suite(suite: Any) -> None:
-    """Register the reference of every task of a loaded `konkord.suite.Suite` that has one."""
+    """Register the reference of every task of a loaded `konkord.configuration.suite.Suite` that has one."""
     for task in suite.tasks:
         if task.reference:
             register_reference(task.prompt, task.reference)
@@ -78,7 +78,7 @@ def _scan_suites() -> None:
     key = str(Path.cwd())
     if _SCANNED.get(key) == stamp:
         return
-    from konkord.suite import load_suite
+    from konkord.configuration.suite import load_suite
 
     for path in files:
         try:

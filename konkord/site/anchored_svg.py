@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from markupsafe import Markup, escape
 
-from konkord.results import AnchoredRating, Interval, ModelRating
+from konkord.results.schema import AnchoredRating, Interval, ModelRating
 from konkord.site.svg import FOREST_PAD, FOREST_WIDTH, _num, _pct, _short, axis_parts
 
 ROW_HEIGHT = 50

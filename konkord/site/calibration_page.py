@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from konkord.results import Calibration, Disagreement, Results
+from konkord.results.schema import Calibration, Disagreement, Results
 from konkord.site.formatting import anchor
 
 AGREEMENT_KEYS = ("n", "picks_passing", "ties", "picks_failing", "rate", "low", "high")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-from konkord.results import Proportion, SelectiveRow
+from konkord.results.schema import Proportion, SelectiveRow
 from konkord.site.svg import _num
 
 WIDTH, HEIGHT = 520, 330

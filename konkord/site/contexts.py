@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from konkord.results import JudgeBlock, Results
+from konkord.results.schema import JudgeBlock, Results
 from konkord.site.anchored_svg import anchored_plot
 from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile

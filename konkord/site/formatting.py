@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from konkord.results import Interval, Kappa, Proportion
+from konkord.results.schema import Interval, Kappa, Proportion
 
 
 def fmt_pct(value: float | None, digits: int = 1) -> str:

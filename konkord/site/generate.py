@@ -17,9 +17,9 @@ import jinja2
 from pydantic import ValidationError
 
 from konkord import __version__
+from konkord.configuration.runs_config import RunEntry
 from konkord.errors import KonkordError
-from konkord.results import SCHEMA_VERSION, Results, read_results
-from konkord.runs_config import RunEntry
+from konkord.results.schema import SCHEMA_VERSION, Results, read_results
 from konkord.site.incremental import Manifest, OutputWriter, input_hash
 from konkord.site.render import (
     CSP,

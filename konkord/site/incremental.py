@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from konkord.atomic import write_atomic
+from konkord.evidence.atomic import write_atomic
 from konkord.site.render import sha256
 
 MANIFEST_NAME = ".konkord-build.json"

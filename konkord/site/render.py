@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from konkord.results import Results
+from konkord.results.schema import Results
 from konkord.site.contexts import (
     calibration_context,
     leaderboard_context,
@@ -188,8 +188,8 @@ def context_fingerprint(context: Mapping[str, Any]) -> str:
 
 def validate_task_ids(results: Results, source: Path) -> None:
     """Task ids become directory names: refuse anything that could escape the run's folder."""
+    from konkord.configuration.suite import SLUG
     from konkord.errors import KonkordError
-    from konkord.suite import SLUG
 
     for task in results.tasks:
         if not SLUG.match(task.id):

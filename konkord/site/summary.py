@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from konkord.results import Results
+from konkord.results.schema import Results
 from konkord.site.judges_page import judge_figures
 
 _CALIBRATION = {"status", "agreement", "kappa"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from konkord.results import ComparisonView, Results, TaskView
+from konkord.results.schema import ComparisonView, Results, TaskView
 from konkord.site.contexts import judge_sections
 from konkord.site.formatting import anchor
 from konkord.site.markdown import summary_line

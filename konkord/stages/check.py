@@ -22,12 +22,12 @@ from konkord.checks.extract import extract_code
 from konkord.checks.runner import run_check
 from konkord.checks.sandbox import Limits, require_sandbox
 from konkord.checks.static import require_tool
-from konkord.evidence import EvidenceLog, Record, now_iso
-from konkord.runspec import RunSpec
+from konkord.configuration.runspec import RunSpec
+from konkord.configuration.suite import Task
+from konkord.evidence.log import EvidenceLog, Record, now_iso
+from konkord.evidence.verdicts import answer_sha
 from konkord.stages.run import current_answers
 from konkord.stats.passrates import PassRate, pass_rates
-from konkord.suite import Task
-from konkord.verdicts import answer_sha
 
 CheckKey = tuple[str, str, str]  # (task_id, model, check)
 # Who decided a `tests` result: the harness outside the sandbox. Results from before it (no such

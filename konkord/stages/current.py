@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from konkord import results as R
-from konkord.evidence import EvidenceLog, Record
-from konkord.runspec import RunSpec
+from konkord.configuration.runspec import RunSpec
+from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdicts import answer_sha
+from konkord.results import schema as R
 from konkord.stages.run import current_answers
-from konkord.verdicts import answer_sha
 
 
 def finite(value: float) -> float | None:

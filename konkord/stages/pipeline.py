@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from konkord.door import check_options, make_client
+from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
-from konkord.evidence import EvidenceLog
-from konkord.llm import is_offline_model
-from konkord.runspec import RunSpec
-from konkord.stages.report import ReportOptions, build_results, inputs_digest
+from konkord.evidence.log import EvidenceLog
+from konkord.providers.door import check_options, make_client
+from konkord.providers.llm import is_offline_model
+from konkord.stages.report.report import ReportOptions, build_results, inputs_digest
 from konkord.stages.run import answers_to_make
 
 Echo = Callable[[str], None]
@@ -40,7 +40,7 @@ def _refuse(spec: RunSpec, stage: str, count: int, why: str) -> KonkordError:
 
 
 def _results_current(spec: RunSpec, options: ReportOptions) -> bool:
-    from konkord.results import read_results
+    from konkord.results.schema import read_results
 
     if not spec.results_path.exists():
         return False
@@ -88,8 +88,8 @@ def ensure_run(
             )
     notes: list[str] = []
     for judge in spec.judges:
-        from konkord.stages.cascade import cascade_for, cascade_run
-        from konkord.stages.judge import judge_run
+        from konkord.stages.judge.cascade import cascade_for, cascade_run
+        from konkord.stages.judge.judge import judge_run
 
         owed = _missing_verdicts(spec, judge)
         if not owed:
@@ -108,7 +108,7 @@ def ensure_run(
     notes.extend(_simulated_labels(spec, echo))
     notes.extend(_checks(spec, echo))
     if not _results_current(spec, options):
-        from konkord.results import write_results
+        from konkord.results.schema import write_results
 
         echo(f"  {spec.name}: computing {spec.results_path}")
         write_results(build_results(spec, options), spec.results_path)
@@ -116,8 +116,8 @@ def ensure_run(
 
 
 def _missing_verdicts(spec: RunSpec, judge: str) -> int:
-    from konkord.stages.cascade import cascade_for, missing_calls
-    from konkord.stages.judge import missing_verdicts
+    from konkord.stages.judge.cascade import cascade_for, missing_calls
+    from konkord.stages.judge.judge import missing_verdicts
 
     cascade = cascade_for(spec, judge)
     return missing_verdicts(spec, judge) if cascade is None else missing_calls(spec, cascade)
@@ -136,8 +136,8 @@ def _offline_note(spec: RunSpec, owed_answers: int, owed_verdicts: dict[str, int
 
 
 def _require_credentials(spec: RunSpec, stage: str, count: int, models: tuple[str, ...]) -> None:
-    from konkord.llm import missing_credentials
-    from konkord.model_names import check_model_names
+    from konkord.providers.llm import missing_credentials
+    from konkord.providers.model_names import check_model_names
 
     try:
         routed = [m for m in models if m not in spec.deployments]
@@ -157,8 +157,8 @@ def _require_credentials(spec: RunSpec, stage: str, count: int, models: tuple[st
 def _simulated_labels(spec: RunSpec, echo: Echo) -> list[str]:
     if not spec.label_plan.simulated_labellers:
         return []
-    from konkord.label.labels import current_labels
-    from konkord.simlabel import simulate_plan_labels
+    from konkord.stages.label.labels import current_labels
+    from konkord.stages.label.simulated import simulate_plan_labels
 
     have: dict[str, int] = {}
     for key in current_labels(EvidenceLog(spec.run_dir)):

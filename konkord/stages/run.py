@@ -8,12 +8,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from konkord.calls import NotLaunched
+from konkord.configuration.suite import Suite, Task
 from konkord.errors import KonkordError
-from konkord.evidence import AsyncAppender, EvidenceLog, Record, now_iso
-from konkord.llm import CallResult, CallSettings, Message, ModelClient
-from konkord.stopping import one_writer
-from konkord.suite import Suite, Task
+from konkord.evidence.log import AsyncAppender, EvidenceLog, Record, now_iso
+from konkord.evidence.stopping import one_writer
+from konkord.providers.calls import NotLaunched
+from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
 
 
 def answer_messages(suite: Suite, task: Task) -> list[Message]:

@@ -1,0 +1,261 @@
+"""runs.json: the published runs, each naming its suite, models, judges and label plan."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+)
+
+from konkord.configuration.suite import SLUG, parse_located, slug_problem
+from konkord.configuration.yamlpos import Loc, describe_loc, load_json
+from konkord.errors import SuiteError
+from konkord.evidence.paths import file_problem
+from konkord.providers.deployments import Deployment
+
+DEFAULT_RUNS_FILE = Path("runs.json")
+
+
+class Price(BaseModel):
+    """Prices in dollars per million tokens, for models litellm's cost map does not know."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(ge=0)
+
+
+class Generation(BaseModel):
+    """Settings that change an answer; each is part of the answer's cache key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float | None = 0.0
+    max_tokens: int = Field(default=4096, gt=0)
+    seed: int | None = 0
+
+
+class SimulatedLabeller(BaseModel):
+    """A simulated person for demo runs: agrees with the truth with probability `accuracy`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    accuracy: float = Field(ge=0, le=1)
+
+
+class LabelPlan(BaseModel):
+    """How many comparisons people should label, and with which seed the queue is drawn."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n: int = Field(default=100, ge=0)
+    seed: int = 0
+    simulated_labellers: tuple[SimulatedLabeller, ...] = ()
+
+
+class Cascade(BaseModel):
+    """A cheap first-pass judge in front of the run's judge: it judges every pair in both
+    orders, and a pair goes to the strong judge unless both orders agree and its averaged
+    confidence reaches `accept_at`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_pass: str
+    strong: str | None = Field(default=None, description="Default: the run's first judge.")
+    accept_at: float = Field(default=0.8, ge=0.5, le=1.0)
+    confidence: str = "logprobs"
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence(cls, value: str) -> str:
+        from konkord.providers.confidence import parse_confidence
+
+        parse_confidence(value)
+        return value
+
+    def strong_judge(self, judges: tuple[str, ...]) -> str | None:
+        """The judge the cascade escalates to: `strong`, else the run's first judge."""
+        return self.strong or (judges[0] if judges else None)
+
+
+class RunEntry(BaseModel):
+    """One published run: what was asked of which models, judged by whom."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    suite: str
+    models: tuple[str, ...]
+    judges: tuple[str, ...] = ()
+    label_plan: LabelPlan = LabelPlan()
+    results: str | None = None
+    prices: dict[str, Price] = {}
+    generation: Generation = Generation()
+    api_base: str | None = None
+    cascade: Cascade | None = None
+    # model -> its deployments (konkord.providers.deployments), or the name of a JSON file holding that map
+    deployments: dict[str, tuple[Deployment, ...]] | str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not SLUG.match(value):
+            raise ValueError(slug_problem(value))
+        return value
+
+    @field_validator("suite")
+    @classmethod
+    def _suite(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a suite file, e.g. suites/my_suite.yaml")
+        return value
+
+    @field_validator("models", "judges")
+    @classmethod
+    def _model_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not name.strip() or name != name.strip() or " " in name:
+                raise ValueError(f'"{name}" is not a model name (no spaces, e.g. openai/gpt-4o)')
+        if len(set(value)) != len(value):
+            twice = sorted({name for name in value if value.count(name) > 1})
+            raise ValueError(f'lists "{twice[0]}" twice')
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _two_models(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(value) < 2:
+            raise ValueError("must list at least two models to compare")
+        return value
+
+    def problems(self) -> list[tuple[Loc, str]]:
+        """Disagreements between fields, with the field to point at (checked by load_runs)."""
+        out: list[tuple[Loc, str]] = []
+        for index, judge in enumerate(self.judges):
+            if judge in self.models:
+                out.append((("judges", index), f'"{judge}" is also a ranked model'))
+        if self.cascade is not None:
+            out += self._cascade_problems(self.cascade)
+        first_pass = {self.cascade.first_pass} if self.cascade else set()
+        if isinstance(self.deployments, dict):
+            for model in self.deployments:
+                if model not in (*self.models, *self.judges, *first_pass):
+                    out.append(
+                        (("deployments", model),
+                         f'"{model}" is neither a model nor a judge of this run')
+                    )
+        for model in self.prices:
+            if model not in self.models and model not in self.judges and model not in first_pass:
+                out.append(
+                    (("prices", model), f'"{model}" is neither a model nor a judge of this run')
+                )
+        return out
+
+    def _cascade_problems(self, cascade: Cascade) -> list[tuple[Loc, str]]:
+        strong = cascade.strong_judge(self.judges)
+        if strong is None:
+            return [(("cascade",), "needs a strong judge: list one in \"judges\"")]
+        if strong not in self.judges:
+            return [(("cascade", "strong"), f'"{strong}" is not one of this run\'s judges')]
+        if cascade.first_pass == strong:
+            return [(("cascade", "first_pass"), "is the strong judge itself")]
+        if cascade.first_pass in self.models:
+            return [(("cascade", "first_pass"), f'"{cascade.first_pass}" is also a ranked model')]
+        if cascade.first_pass in self.judges:
+            return [
+                (
+                    ("cascade", "first_pass"),
+                    f'"{cascade.first_pass}" is also listed in "judges"; a first pass judges for '
+                    "the cascade only (remove it from judges)",
+                )
+            ]
+        return []
+
+    @property
+    def results_path(self) -> Path:
+        """Where `report` writes this run's results file."""
+        return Path(self.results or f"results/{self.name}.json")
+
+
+class RunsFile(BaseModel):
+    """The whole runs.json."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    runs: tuple[RunEntry, ...] = ()
+    _path: Path = PrivateAttr(default=DEFAULT_RUNS_FILE)
+    _lines: dict[Loc, int] = PrivateAttr(default_factory=dict)
+
+    def where(self, loc: Loc) -> str:
+        """`file:line: field` for a place in this runs.json, to start an error message."""
+        line = 1
+        for end in range(len(loc), -1, -1):
+            if loc[:end] in self._lines:
+                line = self._lines[loc[:end]]
+                break
+        return f"{self._path}:{line}: {describe_loc(loc)}"
+
+    def suite_file(self, index: int) -> Path:
+        """Where run `index`'s suite is: relative paths are relative to runs.json's directory."""
+        return self._path.parent / self.runs[index].suite
+
+    def check_suite_exists(self, index: int) -> None:
+        """Refuse a run whose suite file is missing, naming the line in runs.json."""
+        suite = self.suite_file(index)
+        if not suite.is_file():
+            raise SuiteError(
+                f'{self.where(("runs", index, "suite"))} "{self.runs[index].suite}" was not '
+                f"found (looked for {suite})"
+            )
+
+    def get(self, name: str) -> RunEntry:
+        """The run with this name, or a KonkordError listing the names there are."""
+        for run in self.runs:
+            if run.name == name:
+                return run
+        names = ", ".join(r.name for r in self.runs) or "none"
+        raise SuiteError(f'runs.json has no run named "{name}" (runs: {names})')
+
+
+def runs_file_present(path: Path = DEFAULT_RUNS_FILE) -> bool:
+    """Whether there is a runs.json, counting a symlink loop or a dangling symlink: loading it
+    then says what is wrong, where `exists()` would quietly treat the project as having none."""
+    return os.path.lexists(path)
+
+
+def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) -> RunsFile:
+    """Load and validate runs.json; errors name the file, line and field.
+
+    With check_suites, every run's suite file must exist too (`konkord validate` asks for this;
+    stages check only the run they work on).
+    """
+    path = Path(path)
+    located = load_json(path)
+    runs: RunsFile = parse_located(path, located, RunsFile)
+    runs._path = path
+    runs._lines = located.lines
+    seen: dict[str, int] = {}
+    for index, run in enumerate(runs.runs):
+        if run.name in seen:
+            raise SuiteError(
+                f'{runs.where(("runs", index, "name"))} "{run.name}" is used twice '
+                f"(first by runs[{seen[run.name]}])"
+            )
+        seen[run.name] = index
+        for loc, problem in run.problems():
+            raise SuiteError(f"{runs.where(('runs', index, *loc))} {problem}")
+        for field, value in (("suite", Path(run.suite)), ("results", run.results_path)):
+            outside = file_problem(value, path.parent)
+            if outside is not None:
+                raise SuiteError(f"{runs.where(('runs', index, field))} {outside}")
+    if check_suites:
+        for index in range(len(runs.runs)):
+            runs.check_suite_exists(index)
+    return runs

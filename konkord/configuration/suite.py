@@ -1,0 +1,273 @@
+"""Suites: a rubric and tasks, loaded from YAML with errors that name file, line and field."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from konkord.configuration.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
+from konkord.errors import SuiteError
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+KNOWN_CHECKS = ("compiles", "ruff_clean", "mypy_clean", "tests")
+# The judge ends with the line "VERDICT: 1|2|TIE" (any case, markdown around it). A rubric that
+# spells the token in capitals, or writes anything shaped like that line, competes with the
+# response format the tool owns; the plain word ("a fair verdict") is harmless and allowed.
+VERDICT_TOKEN = re.compile(r"\bVERDICT\b")
+VERDICT_LINE_LIKE = re.compile(r"\bverdict[*_`\s]*:", re.IGNORECASE)
+
+
+# Characters that render as nothing: "VER\u200bDICT" reads as VERDICT to a model.
+INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+
+
+def fold_lookalikes(text: str) -> str:
+    """Text as a reader sees it: NFKC (fullwidth and styled letters become plain ones) and
+    invisible characters dropped, so a spelling trick cannot hide a word from a check."""
+    return INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+
+
+def mentions_verdict(text: str) -> bool:
+    """Whether a rubric mentions the verdict line the tool appends itself (in any spelling)."""
+    text = fold_lookalikes(text)
+    return bool(VERDICT_TOKEN.search(text) or VERDICT_LINE_LIKE.search(text))
+
+
+def slug_problem(value: str) -> str:
+    """Why a string is not a slug, in the words STYLE.md uses."""
+    return f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
+
+
+class Task(BaseModel):
+    """One prompt every model answers; `reference` and `tests` are optional ground truth."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    prompt: str
+    reference: str | None = None
+    checks: tuple[str, ...] = ()
+    tests: str | None = Field(
+        default=None,
+        description="Python code with assert statements, run after the answer's code by `check`.",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not SLUG.match(value):
+            raise ValueError(slug_problem(value))
+        return value
+
+    @field_validator("prompt")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("checks")
+    @classmethod
+    def _known_checks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in KNOWN_CHECKS:
+                raise ValueError(f'has an unknown check "{name}" (valid: {", ".join(KNOWN_CHECKS)})')
+        return value
+
+    @model_validator(mode="after")
+    def _tests_present(self) -> Task:
+        if "tests" in self.checks and not (self.tests and self.tests.strip()):
+            raise ValueError('declares the "tests" check but has no tests')
+        return self
+
+
+class Suite(BaseModel):
+    """A named set of tasks and the rubric both the judge and the human labeller read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    rubric: str
+    answer_language: str | None = None
+    context: str | None = None
+    tasks: tuple[Task, ...]
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty: write the criteria the judge should apply")
+        if mentions_verdict(value):
+            raise ValueError(
+                "must not mention VERDICT: Konkord owns the judge's response format "
+                "and adds the verdict instructions itself; remove that sentence"
+            )
+        return value
+
+    @field_validator("tasks")
+    @classmethod
+    def _tasks(cls, value: tuple[Task, ...]) -> tuple[Task, ...]:
+        if not value:
+            raise ValueError("must list at least one task")
+        return value
+
+    def task(self, task_id: str) -> Task:
+        """The task with this id; a KeyError names the suite when it is missing."""
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
+
+    def rubric_hash(self) -> str:
+        """A short hash of the rubric, so drift between runs can be named precisely."""
+        return hashlib.sha256(self.rubric.encode()).hexdigest()[:12]
+
+
+_TYPE_WORDS = {
+    "valid tuple": "list",
+    "valid list": "list",
+    "valid dictionary": "mapping of fields",
+    "valid string": "text",
+}
+_JSON_TYPES = {
+    "str": "text",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true/false",
+    "list": "a list",
+    "dict": "a mapping",
+    "NoneType": "null",
+}
+
+
+def _field_names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
+    """Every field name of a model and the models nested in it, for spelling suggestions."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    names = set(model.model_fields)
+    for info in model.model_fields.values():
+        for arg in _type_args(info.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                names |= _field_names(arg, seen)
+    return names
+
+
+def _type_args(annotation: Any) -> list[Any]:
+    out = [annotation]
+    for arg in getattr(annotation, "__args__", ()) or ():
+        out += _type_args(arg)
+    return out
+
+
+def _error_text(error: Any, model: type[BaseModel]) -> str:
+    """One pydantic error in the words a suite author uses."""
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    kind = str(error["type"])
+    loc = error["loc"]
+    if kind == "extra_forbidden":
+        msg = "is not a known field"
+        close = difflib.get_close_matches(str(loc[-1]), sorted(_field_names(model)), n=1)
+        return msg + (f' (did you mean "{close[0]}"?)' if close else " (check the spelling)")
+    if kind == "missing":
+        return "is required"
+    ctx = error.get("ctx") or {}
+    bounds = {
+        "greater_than_equal": ("must be at least", "ge"),
+        "greater_than": ("must be more than", "gt"),
+        "less_than_equal": ("must be at most", "le"),
+        "less_than": ("must be less than", "lt"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"{words} {ctx.get(key)}"
+    parsing = {"int_parsing": "a whole number", "float_parsing": "a number", "bool_parsing": "true or false"}
+    if kind in parsing:
+        got = type(error.get("input")).__name__
+        return f"should be {parsing[kind]}, not {_JSON_TYPES.get(got, got)}"
+    if kind.endswith("_type") or kind in {"model_type", "model_attributes_type"}:
+        got = type(error.get("input")).__name__
+        for words, plain in _TYPE_WORDS.items():
+            if words in msg:
+                msg = f"should be {'a ' if plain in {'list'} else ''}{plain}"
+                break
+        return f"{msg}, not {_JSON_TYPES.get(got, got)}"
+    return msg
+
+
+def _pydantic_message(
+    path: Path, located: Located, exc: ValidationError, model: type[BaseModel]
+) -> str:
+    """The first validation error as `file:line: field message`, the way a person reads it."""
+    # A misspelt key also makes its field "missing": the spelling hint is the useful message.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    first = errors[0]
+    loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
+    line = f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(first, model)}"
+    if len(errors) > 1:
+        line += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return line
+
+
+def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
+    """Validate located data against a pydantic model, translating errors to file:line: field."""
+    if not isinstance(located.data, dict):
+        raise SuiteError(f"{path}:1: expected a mapping of fields at the top level")
+    try:
+        return model.model_validate(located.data)
+    except ValidationError as exc:
+        raise SuiteError(_pydantic_message(path, located, exc, model)) from None
+
+
+def _verdict_line(path: Path, located: Located) -> int:
+    """The line inside the rubric that mentions VERDICT (the rubric's own line if not found)."""
+    start = located.line_of(("rubric",))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number in range(start, len(lines) + 1):
+        if mentions_verdict(lines[number - 1]):
+            return number
+    return start
+
+
+def load_suite(path: Path | str) -> Suite:
+    """Load and validate a suite file; every problem is a SuiteError naming file, line and field."""
+    path = Path(path)
+    with no_gc():  # collections during validation walked the whole node tree: 30% of the time
+        return _load_suite(path)
+
+
+def _load_suite(path: Path) -> Suite:
+    located = load_yaml(path)
+    data = located.data
+    rubric = data.get("rubric") if isinstance(data, dict) else None
+    if isinstance(rubric, str) and mentions_verdict(rubric):
+        raise SuiteError(
+            f"{path}:{_verdict_line(path, located)}: rubric must not mention VERDICT: Konkord "
+            "owns the judge's response format and adds the verdict instructions itself; "
+            "remove that sentence"
+        )
+    suite: Suite = parse_located(path, located, Suite)
+    seen: dict[str, int] = {}
+    for index, task in enumerate(suite.tasks):
+        if task.id in seen:
+            line = located.line_of(("tasks", index, "id"))
+            raise SuiteError(
+                f'{path}:{line}: tasks[{index}].id "{task.id}" repeats tasks[{seen[task.id]}].id '
+                f"(line {located.line_of(('tasks', seen[task.id], 'id'))}); task ids must be unique"
+            )
+        seen[task.id] = index
+    return suite

@@ -1,0 +1,331 @@
+"""The results file (results/<run>.json): everything the site needs, in one versioned schema.
+
+`report` writes it, `calibrate` fills its calibration blocks, `build` renders it. Templates
+compute nothing the file does not already hold. Reading a file of another schema version is a
+clear error, never a silent misreading.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from konkord.errors import KonkordError
+from konkord.evidence.atomic import write_atomic
+from konkord.results.base import Interval, Proportion, Strict
+from konkord.results.judging import (
+    AnchoredHoldout,
+    AnchoredRanking,
+    AnchoredRating,
+    Calibration,
+    CascadeBlock,
+    CascadePair,
+    CascadeSide,
+    Confusion,
+    Coverage,
+    Cycles,
+    Diagnostics,
+    Disagreement,
+    FitInfo,
+    GroupCalibration,
+    HoldoutRow,
+    HumanHuman,
+    Kappa,
+    KeyedRate,
+    Positional,
+    SelectiveRow,
+)
+from konkord.results.tasks import (
+    AnswerView,
+    CheckView,
+    ComparisonView,
+    LabelView,
+    OrderVerdict,
+    PassRate,
+    TaskView,
+)
+
+# The schema is split by what it describes (results_base, results_judging, results_tasks);
+# every model is importable from here, as before.
+__all__ = [
+    "SCHEMA_VERSION",
+    "AnchoredHoldout",
+    "AnchoredRanking",
+    "AnchoredRating",
+    "AnswerView",
+    "BootstrapInfo",
+    "Calibration",
+    "CascadeBlock",
+    "CascadePair",
+    "CascadeSide",
+    "CheckView",
+    "Claim",
+    "ComparisonView",
+    "Confusion",
+    "CostLine",
+    "Coverage",
+    "Cycles",
+    "Diagnostics",
+    "Disagreement",
+    "FitInfo",
+    "GroupCalibration",
+    "HoldoutRow",
+    "HumanHuman",
+    "Interval",
+    "JudgeBlock",
+    "JudgePanel",
+    "JudgeStanding",
+    "Kappa",
+    "KeyedRate",
+    "LabelView",
+    "ModelRating",
+    "OrderVerdict",
+    "PairComparison",
+    "PassRate",
+    "Positional",
+    "Proportion",
+    "Results",
+    "SelectiveRow",
+    "Strict",
+    "SuiteInfo",
+    "TaskMean",
+    "TaskView",
+    "json_schema",
+    "read_results",
+    "write_results",
+]
+
+SCHEMA_VERSION = 1
+
+
+class ModelRating(Strict):
+    """One model's standing under one judge."""
+
+    model: str
+    rank: int = Field(description="Best rank the data allows; N with no comparisons.")
+    rank_group: int = Field(description="Run of neighbours with equal rank ranges (shading).")
+    rank_best: int | None = Field(
+        default=None, description="1 + the number of models supported above this one."
+    )
+    rank_worst: int | None = Field(
+        default=None, description="N - the number of models supported below this one."
+    )
+    log_strength: Interval
+    rating: Interval
+    win_rate_vs_field: Interval
+    raw_win_rate: Interval
+    comparisons: int
+
+
+class PairComparison(Strict):
+    """The bootstrap difference in log-strength between two models, and who is above how often."""
+
+    model_i: str
+    model_j: str
+    diff: Interval
+    p_above: float = Field(description="Share of resamples in which model_i is above model_j.")
+    separated: bool = Field(description="The ordering is supported (interval and sign test).")
+    interval_excludes_zero: bool | None = None
+    sign_test_p: float | None = Field(
+        default=None, description="Exact two-sided sign test over tasks of per-task scores."
+    )
+
+
+class Claim(Strict):
+    """A sentence the data supports, or an honest statement that it does not separate two models."""
+
+    kind: Literal["above", "not_separated"]
+    text: str
+    models: list[str]
+    tasks_needed: int | None = None
+
+
+class BootstrapInfo(Strict):
+    """How the intervals were made."""
+
+    unit: Literal["task", "judgments"]
+    resamples: int
+    seed: int
+    method: str
+    fits: int | None = Field(default=None, description="Resample and jackknife fits made.")
+    converged: int | None = Field(default=None, description="Fits that reached the tolerance.")
+    disconnected_resamples: int | None = Field(
+        default=None, description="Resamples whose comparison graph fell apart."
+    )
+    disconnected_handling: str | None = None
+
+
+class JudgeBlock(Strict):
+    """Everything about the ranking one judge produced; several judges give several blocks."""
+
+    judge: str
+    frame_hash: str | None
+    system_prompt: str | None = Field(description="The judge prompt read back from the evidence.")
+    ratings: list[ModelRating]
+    pairwise: list[PairComparison]
+    p_above_matrix: list[list[float | None]] = Field(
+        description="P(row model above column model), rows and columns in rating order."
+    )
+    rank_groups: list[list[str]]
+    claims: list[Claim]
+    diagnostics: Diagnostics
+    bootstrap: BootstrapInfo
+    methods: list[str] = Field(
+        default=[], description="How every figure of this block was made, from what ran."
+    )
+    captions: dict[str, str] = Field(
+        default={}, description="Figure captions (rank, forest, heatmap), from what ran."
+    )
+    calibration: Calibration = Calibration(status="uncalibrated")
+    anchored: AnchoredRanking | None = None
+    cascade: CascadeBlock | None = None
+
+
+class CostLine(Strict):
+    """Tokens, dollars and latency for one model's answers or one judge's verdicts."""
+
+    who: str
+    role: Literal["generation", "judge"]
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None = Field(description="None when any call had an unknown price.")
+    known_cost_usd: float = 0.0
+    unknown_price_calls: int = 0
+    median_latency_s: float | None
+
+
+class SuiteInfo(Strict):
+    """The suite as it was when the report was made."""
+
+    name: str
+    path: str
+    rubric: str
+    answer_language: str | None
+    context: str | None
+    task_count: int
+
+
+class TaskMean(Strict):
+    """A per-task figure averaged over tasks, with a task-bootstrap 95% interval."""
+
+    estimate: float | None
+    low: float | None = None
+    high: float | None = None
+    tasks: int = Field(description="Tasks on which the figure is defined.")
+
+
+class JudgeStanding(Strict):
+    """One judge measured against the other judges (see konkord/stats/judges.py)."""
+
+    judge: str
+    consensus_match: TaskMean | None = Field(
+        default=None,
+        description="Pair-order agreement of the judge's per-task ranking with the "
+        "Bradley-Terry consensus of the other judges on the task; None with fewer than three.",
+    )
+    consistency: TaskMean = Field(
+        description="Per task, mean fitted P(model beats the one its ranking puts just below)."
+    )
+    length_preference: Proportion = Field(
+        description="Of decided pairs whose answers differ in length, how many the longer won."
+    )
+
+
+class JudgePanel(Strict):
+    """The judges compared with each other, and the ranking of all their verdicts pooled."""
+
+    consensus_measure: str = "pair-order agreement"
+    judges_needed: int = Field(default=3, description="Judges needed for a consensus match.")
+    standings: list[JudgeStanding]
+    people_length_preference: Proportion | None = Field(
+        default=None, description="The same length figure for the people's labels."
+    )
+    panel_ratings: list[ModelRating] = Field(
+        default=[], description="Bradley-Terry over every judge's verdicts pooled."
+    )
+    panel_rank_groups: list[list[str]] = []
+    bootstrap: BootstrapInfo | None = None
+
+
+class Results(Strict):
+    """The whole results file."""
+
+    schema_version: int = SCHEMA_VERSION
+    konkord_version: str
+    run: str
+    evidence_date: str | None = Field(description="Date of the newest evidence record.")
+    inputs_digest: str | None = Field(
+        default=None,
+        description="Hash of the evidence, suite and settings this file was computed from; "
+        "`konkord build` recomputes the file when it no longer matches.",
+    )
+    simulated: bool = Field(description="True when every model and judge is simulated.")
+    suite: SuiteInfo
+    models: list[str]
+    judges: list[str]
+    judge_blocks: list[JudgeBlock]
+    cost: list[CostLine]
+    pass_rates: list[PassRate] = []
+    tasks: list[TaskView]
+    judge_panel: JudgePanel | None = Field(
+        default=None, description="The judges compared (the Judges page); None in older files."
+    )
+
+    def block(self, judge: str) -> JudgeBlock:
+        """The block of one judge."""
+        for block in self.judge_blocks:
+            if block.judge == judge:
+                return block
+        raise KeyError(judge)
+
+
+def read_results(path: Path | str) -> Results:
+    """Read and validate a results file; another schema version is a clear error."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise KonkordError(f"{path}: results file not found (run `konkord report`)") from None
+    try:  # the common case in one pass of pydantic's own JSON parser
+        results = Results.model_validate_json(raw)
+        if results.schema_version == SCHEMA_VERSION:
+            return results
+    except ValidationError:
+        pass  # below, the same checks in steps, for a message that says what is wrong
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        problem = "the file is empty" if not raw.strip() else f"not valid JSON ({exc.msg})"
+        raise KonkordError(
+            f"{path}:{exc.lineno}: {problem}; if a crash cut it short, make it again from the "
+            "evidence with `konkord report --run NAME` (or `konkord build`)"
+        ) from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise KonkordError(
+            f"{path}: schema version {version!r}, but this konkord reads version "
+            f"{SCHEMA_VERSION}; regenerate it with `konkord report --run {data.get('run', 'NAME')}`"
+            if isinstance(data, dict)
+            else f"{path}: not a results file"
+        )
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise KonkordError(f"{path}: invalid results file at {where}: {first['msg']}") from None
+
+
+def write_results(results: Results, path: Path | str) -> None:
+    """Write a results file atomically (a crash never leaves half a file)."""
+    text = json.dumps(results.model_dump(mode="json"), indent=1, ensure_ascii=False, sort_keys=False)
+    write_atomic(path, text + "\n")
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the results file, for `konkord schema`."""
+    return Results.model_json_schema()

@@ -1,0 +1,92 @@
+"""The results file per task: every answer with its checks, every comparison with both orders
+and the labels, for the task pages; and the pass rates of the checks. Part of the schema in
+konkord/results/schema.py, which re-exports every name."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from konkord.results.base import Interval, Strict
+from konkord.results.judging import CascadePair
+
+
+class PassRate(Strict):
+    """Share of a model's answers that pass one check, with a task-bootstrap interval."""
+
+    model: str
+    check: str
+    passed: int
+    total: int
+    rate: Interval
+
+
+class CheckView(Strict):
+    """One check's result on one answer."""
+
+    check: str
+    passed: bool
+    reason: str | None = None
+    sandbox: str | None = None
+
+
+class AnswerView(Strict):
+    """One model's answer to one task, as shown in the task browser."""
+
+    model: str
+    text: str | None
+    finish_reason: str | None = None
+    truncated: bool = Field(
+        default=False, description="Cut off at the output token cap (finish_reason length)."
+    )
+    error: str | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    checks: list[CheckView] = []
+
+
+class OrderVerdict(Strict):
+    """One presentation order's verdict (or failure) for a pair."""
+
+    order: Literal["ab", "ba"]
+    shown_first: str
+    position_winner: str | None
+    winner: str | None
+    rationale: str | None = None
+    failure: str | None = None
+
+
+class LabelView(Strict):
+    """A person's label on a comparison."""
+
+    labeller: str
+    winner: str
+
+
+class ComparisonView(Strict):
+    """A model pair on a task, under one judge: both orders, the combined verdict, labels."""
+
+    judge: str
+    model_a: str
+    model_b: str
+    winner: str | None
+    flipped: bool
+    complete: bool
+    orders: list[OrderVerdict]
+    labels: list[LabelView] = []
+    cascade: CascadePair | None = None
+
+
+class TaskView(Strict):
+    """One task with every answer and every comparison, for the per-task page."""
+
+    id: str
+    prompt: str
+    reference: str | None = None
+    tests: str | None = Field(
+        default=None, description="The task's tests, as the suite gives them (code suites)."
+    )
+    answers: list[AnswerView]
+    comparisons: list[ComparisonView]

@@ -1,0 +1,266 @@
+"""`konkord build`: check runs.json against results/, then render every run into public/.
+
+Like make: a results file whose bytes are unchanged is not even parsed again, a page whose
+inputs are unchanged is not rewritten, and the pages of a run that left runs.json are removed.
+Everything is loaded and checked before anything is written (contexts first, pages second).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from konkord.configuration.runs_config import RunEntry, RunsFile, load_runs, runs_file_present
+from konkord.configuration.runspec import RUNS_ROOT, RunSpec, spec_from_entry
+from konkord.errors import KonkordError
+from konkord.evidence.paths import require_folder_inside, require_state_inside
+from konkord.results import buildstamp
+from konkord.results.schema import SCHEMA_VERSION, read_results
+from konkord.site.generate import LoadedRun, SiteRenderer, render_runs, write_extras
+from konkord.site.incremental import Manifest, OutputWriter
+from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
+
+Progress = Callable[[str], None]
+RESULTS_DIR = Path("results")
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """What a build did: the runs rendered, files written, kept and removed, and notes."""
+
+    runs: list[str]
+    written: list[str]
+    unchanged: int
+    removed: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"{len(self.runs)} runs, {len(self.written)} files written, "
+            f"{self.unchanged} unchanged, {len(self.removed)} removed"
+        )
+
+
+def ensure_stages(spec: RunSpec, offline: bool) -> list[str]:
+    """Run the missing or stale stages of one run (answers, verdicts, simulated labels, checks,
+    report) before rendering; returns notes for the summary.
+
+    A results file with no evidence beside it (imported, or made elsewhere) is rendered as it
+    is. With `offline`, no model is called and anything missing is an error naming it.
+    """
+    import sys
+
+    from konkord.evidence.log import EvidenceLog
+
+    if not EvidenceLog(spec.run_dir).exists() and spec.results_path.exists():
+        return []
+    # Found complete before, and nothing it depends on changed since: no need to parse the
+    # evidence again (a template edit must not re-read every run's logs).
+    settings = "|".join(
+        f"{f.name}={getattr(spec, f.name)!r}" for f in fields(spec) if f.name != "suite"
+    )
+    stamp = (spec.name, settings, spec.suite_path, spec.run_dir)
+    if buildstamp.run_checked(*stamp, spec.results_path):
+        return []
+    from konkord.stages.pipeline import ensure_run
+
+    notes = ensure_run(spec, offline, lambda line: print(line, file=sys.stderr))
+    if not notes:
+        buildstamp.record_run_checked(*stamp, spec.results_path)
+    return notes
+
+
+def _same_path(a: str | Path, b: str | Path) -> bool:
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
+def _differences(label: str, listed: list[str], found: list[str]) -> str | None:
+    if sorted(listed) == sorted(found):
+        return None
+    only_file = sorted(set(found) - set(listed))
+    only_runs = sorted(set(listed) - set(found))
+    return (
+        f"{label} differ (only in the results file: {', '.join(only_file) or 'none'}; "
+        f"only in runs.json: {', '.join(only_runs) or 'none'})"
+    )
+
+
+def check_against_entry(
+    entry: RunEntry, summary: RunSummary, path: Path, runs_file: Path
+) -> list[str]:
+    """Where a results file disagrees with its runs.json entry, each with the fix."""
+    fix = (
+        f"regenerate it with `konkord report --run {entry.name}`, or correct the entry in "
+        f"{runs_file}"
+    )
+    problems = []
+    if summary.run != entry.name:
+        problems.append(f'it is the results of run "{summary.run}", not "{entry.name}"')
+    if not (
+        _same_path(summary.suite_path, entry.suite)
+        or _same_path(summary.suite_path, runs_file.parent / entry.suite)
+    ):
+        problems.append(f"its suite is {summary.suite_path}, runs.json says {entry.suite}")
+    for label, listed, found in (
+        ("models", list(entry.models), summary.models),
+        ("judges", list(entry.judges), summary.judges),
+    ):
+        diff = _differences(label, listed, found)
+        if diff:
+            problems.append(diff)
+    return [f'{path}: run "{entry.name}": {problem}; {fix}' for problem in problems]
+
+
+def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
+    """Results files in results/ that no run in runs.json claims: warnings, not errors, since
+    a run of your own is made (and reported) before it is published."""
+    listed = {os.path.normpath(entry.results_path) for entry in runs.runs}
+    folders = {RESULTS_DIR} | {entry.results_path.parent for entry in runs.runs}
+    problems = []
+    for folder in sorted(folders):
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if os.path.normpath(path) not in listed:
+                problems.append(
+                    f"{path}: not on the site, as {runs_file} does not list it; to publish it "
+                    f"run `konkord publish {path.stem}`"
+                )
+    return problems
+
+
+def _naming_run(run: str, message: str) -> str:
+    """A stage's error with the run it belongs to in front, unless it names it already."""
+    return message if f"run {run}" in message or f'"{run}"' in message else f"run {run}: {message}"
+
+
+def summary_of(path: Path, data: bytes) -> RunSummary:
+    """A results file's summary from the few fields it needs (fast); anything odd is handed
+    to `read_results`, whose message names the file and the fix."""
+    try:
+        summary = RunSummary.from_results_json(data)
+    except ValueError:
+        return RunSummary.of(read_results(path))
+    if summary.schema_version != SCHEMA_VERSION:
+        return RunSummary.of(read_results(path))
+    return summary
+
+
+def load_runs_checked(
+    runs_file: Path, manifest: Manifest, offline: bool, progress: Progress
+) -> tuple[list[LoadedRun], list[str]]:
+    """Every run of runs.json with its results file, checked in both directions; all problems
+    are gathered and raised together so one build shows every fix needed."""
+    if not runs_file_present(runs_file):
+        raise KonkordError(
+            f"{runs_file}: not found; run `konkord build` from the project root, or create "
+            'it with {"runs": []} for an empty site'
+        )
+    runs = load_runs(runs_file)
+    problems: list[str] = []
+    notes: list[str] = []
+    loaded: list[LoadedRun] = []
+    for entry in runs.runs:
+        if entry.name in RESERVED_NAMES:
+            problems.append(
+                f'{runs_file}: run name "{entry.name}" is reserved for the site '
+                f"({', '.join(sorted(RESERVED_NAMES))}); rename the run"
+            )
+            continue
+        try:
+            spec = spec_from_entry(entry, runs_file.parent)
+            notes.extend(ensure_stages(spec, offline))
+        except KonkordError as exc:
+            problems.append(_naming_run(entry.name, str(exc)))
+            continue
+        path = entry.results_path
+        if not path.exists():
+            problems.append(
+                f'{path}: missing, but {runs_file} lists run "{entry.name}"; create it with '
+                f"`konkord report --run {entry.name}`, or remove the run from {runs_file}"
+            )
+            continue
+        data = path.read_bytes()
+        sha = sha256(data)
+        cached = manifest.runs.get(entry.name, {})
+        if (
+            cached.get("sha") == sha
+            and cached.get("summary", {}).get("schema_version") == SCHEMA_VERSION
+            # a summary cached by a konkord whose summaries had other fields is read again
+            and set(cached["summary"]) == set(RunSummary.__dataclass_fields__)
+        ):
+            summary = RunSummary.from_json(cached["summary"])
+            is_cached = True
+        else:
+            try:
+                summary = summary_of(path, data)
+            except KonkordError as exc:
+                problems.append(_naming_run(entry.name, str(exc)))
+                continue
+            is_cached = False
+        problems.extend(check_against_entry(entry, summary, path, runs_file))
+        loaded.append(LoadedRun(entry, path, sha, summary, is_cached))
+    notes.extend(f"warning: {line}" for line in unlisted_results(runs, runs_file))
+    for note in notes:
+        progress(note)
+    if problems:
+        raise KonkordError(
+            f"{runs_file} and the results files disagree ({len(problems)} problem"
+            f"{'s' if len(problems) != 1 else ''}):\n  " + "\n  ".join(problems)
+        )
+    return loaded, notes
+
+
+def build_site(
+    out: Path = Path("public"),
+    offline: bool = False,
+    runs_file: Path = Path("runs.json"),
+    *,
+    templates_dir: Path = Path("templates"),
+    content_dir: Path = Path("content"),
+    progress: Progress | None = None,
+) -> BuildSummary:
+    """Check every run of runs.json against its results file, then render the site into `out`.
+
+    Paths are relative to the working directory (the project root), as everywhere in konkord.
+    """
+    require_folder_inside(out, "--out", runs_file.parent)
+    require_state_inside(runs_file.parent)
+    if out.exists() and not out.is_dir():
+        raise KonkordError(f'--out "{out}" is a file, expected a folder for the site')
+    report = progress or (lambda _line: None)
+    previous = Manifest.load(out)
+    loaded, notes = load_runs_checked(runs_file, previous, offline, report)
+    out.mkdir(parents=True, exist_ok=True)
+    writer = OutputWriter(out, previous)
+    renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
+    pages = render_runs(renderer, loaded, out, content_dir, report)
+    for run in loaded:
+        writer.current.runs[run.entry.name] = {
+            "sha": run.sha,
+            "summary": run.summary.to_json(),
+            "pages": pages[run.entry.name],
+        }
+    renderer.site_pages([run.summary for run in loaded])
+    write_extras(writer, templates_dir, loaded)
+    writer.finish()
+    if notes:  # something was left undone: the next build must look again
+        buildstamp.forget(out, runs_file, templates_dir, content_dir)
+    else:  # the next build with the same inputs can replay this one's report
+        buildstamp.record(
+            out,
+            runs_file,
+            templates_dir,
+            content_dir,
+            [(r.entry.name, Path(r.entry.suite), RUNS_ROOT / r.entry.name, r.path) for r in loaded],
+            sorted({RESULTS_DIR} | {r.entry.results_path.parent for r in loaded}),
+            {name: len(run_pages) for name, run_pages in pages.items()},
+            list(writer.current.outputs),
+        )
+    return BuildSummary(
+        runs=[run.entry.name for run in loaded],
+        written=list(writer.written),
+        unchanged=writer.unchanged,
+        removed=list(writer.removed),
+        notes=notes,
+    )

@@ -1,0 +1,3 @@
+"""The judge stage: single judge, the cascade (cheap judge first),
+and how a cascade's verdicts are viewed and reported.
+"""

@@ -1,0 +1,194 @@
+"""One judge call: the item to judge, the messages sent, and the record its reply becomes.
+
+Split from judge.py so that what one verdict is (and why it fails) reads in one place, apart
+from the planning and bookkeeping of a whole judge stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from konkord.configuration.judge_frame import (
+    RETRY_REMINDER,
+    compose_system_prompt,
+    compose_user_message,
+    parse_verdict,
+)
+from konkord.configuration.runspec import RunSpec
+from konkord.configuration.suite import Task
+from konkord.evidence.log import Record, now_iso
+from konkord.evidence.verdicts import answer_sha
+from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """One judge call to make: a task, a pair (model_a < model_b), an order, a judge."""
+
+    task: Task
+    model_a: str
+    model_b: str
+    order: str  # "ab": model_a shown as Answer 1; "ba": model_b shown as Answer 1
+    judge: str
+    answer_a: str
+    answer_b: str
+
+    @property
+    def shown(self) -> tuple[str, str]:
+        """The answer texts as Answer 1 and Answer 2."""
+        if self.order == "ab":
+            return self.answer_a, self.answer_b
+        return self.answer_b, self.answer_a
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        """The evidence key without the frame hash (one hash per judge and run)."""
+        return (self.task.id, self.model_a, self.model_b, self.order, self.judge)
+
+
+def message_sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def judge_settings(max_tokens: int, api_base: str | None) -> CallSettings:
+    """Judge calls are deterministic where the provider allows: temperature 0, seed 0."""
+    return CallSettings(temperature=0.0, max_tokens=max_tokens, seed=0, api_base=api_base)
+
+
+def judge_messages(spec: RunSpec, item: JudgeItem) -> list[Message]:
+    """The two messages of one judge call."""
+    answer_1, answer_2 = item.shown
+    return [
+        {"role": "system", "content": compose_system_prompt(spec.suite)},
+        {
+            "role": "user",
+            "content": compose_user_message(item.task, spec.suite, answer_1, answer_2),
+        },
+    ]
+
+
+def _winner(item: JudgeItem, position: str) -> str:
+    if position == "tie":
+        return "tie"
+    shown_first = item.model_a if item.order == "ab" else item.model_b
+    shown_second = item.model_b if item.order == "ab" else item.model_a
+    return shown_first if position == "1" else shown_second
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+async def ask_judge(
+    spec: RunSpec,
+    item: JudgeItem,
+    client: ModelClient,
+    settings: CallSettings,
+    fhash: str,
+    use_cache: bool = True,
+) -> tuple[Record, list[CallResult]]:
+    """Ask once; on a response with no verdict line, ask once more with a reminder.
+
+    `use_cache=False` asks afresh: a rerun after a failed reply (no verdict, two verdicts, cut
+    off) must not be served the same cached reply again."""
+    messages = judge_messages(spec, item)
+    sent_sha = message_sha(messages[1]["content"])
+    # Neither the prompt nor the record is kept while waiting (a retry builds the prompt again):
+    # 100,000 calls waiting for a batch would otherwise hold every one in memory.
+    asking = client.complete(item.judge, messages, settings, use_cache)
+    del messages
+    first = await asking
+    base: Record = {
+        "task_id": item.task.id,
+        "model_a": item.model_a,
+        "model_b": item.model_b,
+        "order": item.order,
+        "judge": item.judge,
+        "frame_hash": fhash,
+        "answer_a_sha": answer_sha(item.answer_a),
+        "answer_b_sha": answer_sha(item.answer_b),
+        "message_sha": sent_sha,
+    }
+    calls = [first]
+    final = first
+    first_parsed = parse_verdict(first.text) if first.ok else None
+    if (
+        first_parsed is not None
+        and first.finish_reason != "length"
+        and first_parsed.reason == "no_verdict_line"
+    ):
+        retry_messages = [
+            *judge_messages(spec, item),
+            {"role": "assistant", "content": first.text or ""},
+            {"role": "user", "content": RETRY_REMINDER},
+        ]
+        final = await client.complete(item.judge, retry_messages, settings, use_cache)
+        calls.append(final)
+    cost: float | None = 0.0
+    for call in calls:
+        # a failed call costs nothing, except an empty reply: the provider billed it
+        unpaid = call.cached or (not call.ok and call.cost_usd is None)
+        cost = _add(cost, 0.0 if unpaid else call.cost_usd)
+    record: Record = {
+        **base,
+        "cost_usd": cost,
+        "tokens_in": sum(c.tokens_in or 0 for c in calls),
+        "tokens_out": sum(c.tokens_out or 0 for c in calls),
+        "latency_s": round(sum(c.latency_s or 0.0 for c in calls), 4),
+        "finish_reason": final.finish_reason,
+        "retried": len(calls) > 1,
+        "created_at": now_iso(),
+        **final.route(),
+    }
+    if len(calls) > 1:
+        record["first_raw"] = first.text
+    if not final.ok:
+        parsed = None
+    elif final is first:
+        parsed = first_parsed  # read once above
+    else:
+        parsed = parse_verdict(final.text)
+    if not final.ok and final.error_kind == "empty":
+        record |= {
+            "kind": "failure",
+            "reason": "empty_reply",
+            "detail": final.error,
+            "raw": final.text,
+        }
+    elif not final.ok:
+        record |= {
+            "kind": "failure",
+            "reason": "call_failed",
+            "detail": f"the call failed after {final.attempts} attempt(s): {final.error}",
+            "raw": final.text,
+        }
+    elif final.finish_reason == "length":
+        record |= {
+            "kind": "failure",
+            "reason": "token_cap",
+            "detail": (
+                f"the judge hit the output cap of {settings.max_tokens} tokens (--max-tokens "
+                f"{settings.max_tokens}) before finishing; raise --max-tokens and rerun"
+            ),
+            "raw": final.text,
+        }
+    elif parsed is None or parsed.position is None:
+        no_line = "no line VERDICT: 1, VERDICT: 2 or VERDICT: TIE, even after a reminder"
+        ambiguous = parsed.detail if parsed is not None and parsed.reason == "ambiguous" else None
+        record |= {
+            "kind": "failure",
+            "reason": "ambiguous" if ambiguous else "no_verdict_line",
+            "detail": ambiguous or no_line,
+            "raw": final.text,
+        }
+    else:
+        rationale = first_parsed.rationale if first_parsed is not None else parsed.rationale
+        record |= {
+            "kind": "verdict",
+            "position_winner": parsed.position,
+            "winner": _winner(item, parsed.position),
+            "rationale": rationale,
+            "raw": final.text,
+        }
+    return record, calls

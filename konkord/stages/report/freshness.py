@@ -1,0 +1,76 @@
+"""Whether a results file is current: a digest of everything it is computed from.
+
+Kept apart from the report stage, which imports the statistics (numpy and scipy cost most of
+a second to import), so that `konkord report` and `konkord build` with nothing to recompute
+answer at once. The digest is stored in the results file (`inputs_digest`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from konkord import __version__
+from konkord.configuration.runspec import RunSpec
+
+DEFAULT_RESAMPLES = 1000
+ResampleUnit = Literal["task", "judgments"]
+EVIDENCE_STREAMS = ("answers", "verdicts", "prompts", "labels", "checks")
+_HEAD_BYTES = 1 << 16  # the top-level fields come first in a results file
+_STORED = re.compile(rb'^ ?"inputs_digest": (null|"([0-9a-f]*)")', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How intervals are made; part of what a results file records about itself."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    unit: ResampleUnit = "task"
+
+
+DEFAULT_OPTIONS = ReportOptions()
+
+
+def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    """A hash of everything a results file is computed from, to tell when it is stale."""
+    digest = hashlib.sha256()
+    digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
+    digest.update(spec.suite.model_dump_json().encode())
+    if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
+        digest.update(spec.cascade.model_dump_json().encode())
+    for stream in EVIDENCE_STREAMS:
+        path = spec.run_dir / f"{stream}.jsonl"
+        digest.update(stream.encode())
+        if path.exists():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def stored_digest(path: Path) -> str | None:
+    """The `inputs_digest` a results file was written with; None when it has none or cannot
+    be read. Read from the file's first lines (where `write_results` puts the top-level
+    fields), or from the whole file when it was written some other way."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+            match = _STORED.search(head)
+            if match is None:
+                data = json.loads(head + handle.read())
+                value = data.get("inputs_digest") if isinstance(data, dict) else None
+                return value if isinstance(value, str) else None
+    except (OSError, ValueError):
+        return None
+    return None if match.group(2) is None else match.group(2).decode()
+
+
+def results_current(
+    spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS, path: Path | None = None
+) -> bool:
+    """Whether the results file (default: the run's) was computed from exactly these inputs."""
+    stored = stored_digest(path or spec.results_path)
+    return stored is not None and stored == inputs_digest(spec, options)

@@ -1,0 +1,195 @@
+"""The report stage: evidence in, one versioned results file out (results/<run>.json).
+
+Everything the site shows is computed here, once: ratings with task-bootstrap intervals, rank
+groups and claims from pairwise differences, diagnostics, cost, the calibration block, and
+every answer and verdict per task. The judge prompt is read back from the evidence, never
+recomposed from the suite, so the site prints what actually ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from konkord import __version__
+from konkord.configuration.runspec import RunSpec
+from konkord.errors import KonkordError
+from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdicts import (
+    CombinedVerdict,
+    combine_verdicts,
+    judges_in_log,
+    load_verdicts,
+)
+from konkord.providers.llm import is_offline_model
+from konkord.results import schema as R
+from konkord.stages.calibrate.calibrate import calibration_block
+from konkord.stages.calibrate.methods import describe
+from konkord.stages.current import (
+    answer_shas,
+    current_labels,
+    evidence_date,
+    good_answers,
+    proportion,
+    system_prompt_for,
+)
+from konkord.stages.judge.cascade_report import cascade_block, mark_comparisons
+from konkord.stages.judge.cascade_view import cascade_pairs, final_records, plan_of
+from konkord.stages.report.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_digest
+from konkord.stages.report.judges import judge_panel
+from konkord.stages.report.report_ranking import judge_block
+from konkord.stages.report.report_views import cost_line, pass_rates_block, task_views
+
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "ReportOptions",
+    "answer_shas",
+    "build_results",
+    "evidence_date",
+    "good_answers",
+    "inputs_digest",
+    "proportion",
+    "system_prompt_for",
+]
+
+
+DEFAULT_OPTIONS = ReportOptions()
+
+
+def _current_checks(spec: RunSpec) -> dict[tuple[str, str, str], Record]:
+    """Check results made on the answers the run holds now (stale ones are left out)."""
+    from konkord.stages.check import current_check_results
+
+    return current_check_results(spec)
+
+
+def _objective(
+    spec: RunSpec,
+    checks: dict[tuple[str, str, str], Record],
+    combined: list[CombinedVerdict],
+    records: list[Record],
+    labels: list[Record],
+) -> dict[str, Any] | None:
+    """The judge (and people) against executed tests, where the suite's tasks declare tests."""
+    import dataclasses
+
+    from konkord.stats.objective import objective_block
+
+    passed = {(t, m): bool(r.get("passed")) for (t, m, c), r in checks.items() if c == "tests"}
+    if not passed:
+        return None
+    block = objective_block(
+        combined,
+        passed,
+        labels=[(r["task_id"], r["model_a"], r["model_b"], r["winner"]) for r in labels] or None,
+        calls=[r for r in records if r.get("kind") == "verdict"],
+    )
+    out: dict[str, Any] = dataclasses.asdict(block)
+    return out
+
+
+def _calibration(
+    spec: RunSpec,
+    log: EvidenceLog,
+    judge: str,
+    combined: list[CombinedVerdict],
+    answers: dict[tuple[str, str], Record],
+    labels: list[Record],
+) -> R.Calibration:
+    """The calibration block for one judge (uncalibrated, never 0% or 100%, without labels)."""
+    if not labels:
+        return R.Calibration(status="uncalibrated")
+    return calibration_block(spec, log, judge, combined, answers, labels)
+
+
+def _anchored(
+    spec: RunSpec,
+    block: R.JudgeBlock,
+    combined: list[CombinedVerdict],
+    answers: dict[tuple[str, str], Record],
+    labels: list[Record],
+    options: ReportOptions,
+) -> R.AnchoredRanking | None:
+    """People's ranking from this judge's verdicts and the labels (None without labels)."""
+    if not labels:
+        return None
+    from konkord.stages.label.sample import comparison_pool
+    from konkord.stages.report.report_anchored import anchored_block
+
+    pool = comparison_pool(answers, [t.id for t in spec.suite.tasks], spec.models)
+    done = [c for c in combined if c.complete]
+    return anchored_block(
+        spec, block, done, labels, pool, options.resamples, options.seed
+    )
+
+
+def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.Results:
+    """Compute everything the site needs for one run."""
+    log = EvidenceLog(spec.run_dir)
+    if not log.exists():
+        raise KonkordError(
+            f'run "{spec.name}" has no evidence in {spec.run_dir}; '
+            f"run `konkord run --run {spec.name}`"
+        )
+    answers = good_answers(spec, log)
+    shas = answer_shas(answers)
+    judges = list(dict.fromkeys([*spec.judges, *judges_in_log(log)]))
+    if not judges:
+        raise KonkordError(
+            f'run "{spec.name}" has no verdicts; '
+            f"run `konkord judge --run {spec.name} --judge MODEL`"
+        )
+    labels = current_labels(log)
+    checks = _current_checks(spec)
+    plan = plan_of(spec)
+    cascade = None if plan is None else cascade_pairs(spec, log, plan, shas)
+    if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
+        judges = [j for j in judges if j != plan.first_pass]
+    blocks = []
+    combined_by_judge: dict[str, list[CombinedVerdict]] = {}
+    cost = [
+        cost_line(m, "generation", [r for (t, mm), r in answers.items() if mm == m])
+        for m in spec.models
+    ]
+    for judge in judges:
+        records = load_verdicts(log, judge, answer_shas=shas)
+        if cascade is not None and judge == cascade.plan.strong:
+            records = final_records(cascade)
+        combined = combine_verdicts(records)
+        combined_by_judge[judge] = combined
+        block = judge_block(spec, log, judge, combined, records, answers, options)
+        block.calibration = _calibration(spec, log, judge, combined, answers, labels)
+        block.calibration.objective = _objective(spec, checks, combined, records, labels)
+        describe(block, len(spec.suite.tasks))
+        block.anchored = _anchored(spec, block, combined, answers, labels, options)
+        if cascade is not None and judge == cascade.plan.strong:
+            block.cascade = cascade_block(cascade, labels, spec.prices)
+            records = load_verdicts(log, judge, answer_shas=shas)
+            cost.append(cost_line(cascade.plan.first_pass, "judge", cascade.first_records))
+        blocks.append(block)
+        cost.append(cost_line(judge, "judge", records))
+    suite = spec.suite
+    tasks = task_views(spec, answers, combined_by_judge, labels, checks)
+    if cascade is not None:
+        mark_comparisons(tasks, cascade)
+    return R.Results(
+        konkord_version=__version__,
+        run=spec.name,
+        evidence_date=evidence_date(log),
+        inputs_digest=inputs_digest(spec, options),
+        simulated=all(is_offline_model(m) for m in [*spec.models, *judges]),
+        suite=R.SuiteInfo(
+            name=suite.name,
+            path=str(spec.suite_path),
+            rubric=suite.rubric,
+            answer_language=suite.answer_language,
+            context=suite.context,
+            task_count=len(suite.tasks),
+        ),
+        models=list(spec.models),
+        judges=judges,
+        judge_blocks=blocks,
+        cost=cost,
+        pass_rates=pass_rates_block(spec, answers, checks),
+        tasks=tasks,
+        judge_panel=judge_panel(spec, log, combined_by_judge, answers, labels, options),
+    )

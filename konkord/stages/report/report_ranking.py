@@ -1,0 +1,300 @@
+"""The ranking part of a judge's block in the results file: ratings with task-bootstrap
+intervals, pairwise differences, rank groups, claims, and the diagnostics of the fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from konkord.configuration.runspec import RunSpec
+from konkord.errors import KonkordError
+from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
+from konkord.results import schema as R
+from konkord.stages.current import finite, interval, proportion, system_prompt_for
+from konkord.stages.report.freshness import ReportOptions
+
+DISCONNECTED_HANDLING = (
+    "kept and fitted like the others: the prior (half a virtual win and loss against an "
+    "average model) keeps each part's strengths finite and pulls them to the average, so such "
+    "resamples widen the intervals rather than being dropped"
+)
+
+
+def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
+    """Why two neighbours are not ordered, in words that are literally true of this run."""
+    from konkord.stats.ranking import planned_tasks_text
+
+    if sep.interval_excludes_zero and sep.sign_p is not None:
+        text = (
+            f"{upper} and {lower} are not separated: the interval of their difference excludes "
+            f"0, but an exact sign test over the tasks gives p = {sep.sign_p:.3g}."
+        )
+    else:
+        text = (
+            f"{upper} and {lower} are not separated: the interval of their difference contains 0."
+        )
+    if not sep.interval_excludes_zero:
+        plan = planned_tasks_text(sep)
+        text += f" This run has {n_tasks} tasks; {plan}"
+    return text
+
+
+def _score(winner: str | None, model_a: str) -> float:
+    if winner == "tie":
+        return 0.5
+    return 1.0 if winner == model_a else 0.0
+
+
+def judge_block(
+    spec: RunSpec,
+    log: EvidenceLog,
+    judge: str,
+    combined: list[CombinedVerdict],
+    records: list[Record],
+    answers: dict[tuple[str, str], Record],
+    options: ReportOptions,
+) -> R.JudgeBlock:
+    from konkord import stats
+    from konkord.stats.floors import floored_intervals
+
+    models = list(spec.models)
+    model_index = {m: k for k, m in enumerate(models)}
+    task_ids = [t.id for t in spec.suite.tasks]
+    task_index = {t: k for k, t in enumerate(task_ids)}
+    done = [
+        c for c in combined if c.complete and c.model_a in model_index and c.model_b in model_index
+    ]
+    if not done:
+        raise KonkordError(
+            f'run "{spec.name}": judge {judge} has no pair judged in both orders yet; '
+            f"run `konkord judge --run {spec.name} --judge {judge}`"
+        )
+    comp = stats.comparisons(
+        [task_index[c.task_id] for c in done],
+        [model_index[c.model_a] for c in done],
+        [model_index[c.model_b] for c in done],
+        [_score(c.winner, c.model_a) for c in done],
+        n_models=len(models),
+        n_tasks=len(task_ids),
+    )
+    has_comparisons = np.bincount(np.concatenate([comp.i, comp.j]), minlength=len(models)) > 0
+    graph = stats.connectivity(comp)
+    parts = [part for part in graph.components if has_comparisons[list(part)].any()]
+    if len(parts) > 1:
+        named = "; ".join("{" + ", ".join(models[i] for i in part) + "}" for part in parts)
+        raise KonkordError(
+            f'run "{spec.name}", judge {judge}: the comparison graph is disconnected ({named}); '
+            "models in different parts were never compared, so no common scale exists. "
+            "Judge the missing pairs first"
+        )
+    boot = stats.bootstrap(
+        comp, n_resamples=options.resamples, seed=options.seed, mode=options.unit
+    )
+    intervals = floored_intervals(boot, comp)
+    ranking = stats.rank(boot, comp)
+    point = boot.point
+
+    def iv(name: str, k: int, value: float) -> R.Interval:
+        if not has_comparisons[k]:
+            return R.Interval(estimate=None)
+        return interval(value, float(intervals[name].lower[k]), float(intervals[name].upper[k]))
+
+    ratings = []
+    for k in ranking.order.tolist():
+        best, worst = int(ranking.rank_best[k]), int(ranking.rank_worst[k])
+        ratings.append(
+            R.ModelRating(
+                model=models[k],
+                rank=best if best else len(models),
+                rank_group=int(ranking.rank_group[k]),
+                rank_best=best or None,
+                rank_worst=worst or None,
+                log_strength=iv("log_strength", k, float(point.log_strength[k])),
+                rating=iv("rating", k, float(point.rating[k])),
+                win_rate_vs_field=iv("expected_win_rate", k, float(point.expected_win_rate[k])),
+                raw_win_rate=iv("raw_win_rate", k, float(point.raw_win_rate[k])),
+                comparisons=int(point.comparisons[k]),
+            )
+        )
+    diffs = ranking.differences
+    sign = ranking.sign
+    order = ranking.order.tolist()
+    pairwise = []
+    for pos, a in enumerate(order):
+        for b in order[pos + 1 :]:
+            if not (has_comparisons[a] and has_comparisons[b]):
+                continue  # a model without comparisons has no difference to anyone
+            pairwise.append(
+                R.PairComparison(
+                    model_i=models[a],
+                    model_j=models[b],
+                    diff=interval(
+                        float(diffs.estimate[a, b]),
+                        float(diffs.lower[a, b]),
+                        float(diffs.upper[a, b]),
+                    ),
+                    p_above=float(diffs.prob_above[a, b]),
+                    separated=bool(ranking.supported[a, b] or ranking.supported[b, a]),
+                    interval_excludes_zero=diffs.separated(a, b),
+                    sign_test_p=None if sign is None else float(sign.p_value[a, b]),
+                )
+            )
+    matrix: list[list[float | None]] = [
+        [
+            None
+            if a == b or not (has_comparisons[a] and has_comparisons[b])
+            else float(diffs.prob_above[a, b])
+            for b in order
+        ]
+        for a in order
+    ]
+    # describe_claims writes one sentence per model that is above any other, in rank order;
+    # the same grouping here names the models of each sentence without parsing it.
+    below: dict[int, list[int]] = {}
+    for claim in ranking.claims:
+        below.setdefault(claim.upper, []).append(claim.lower)
+    uppers = [k for k in ranking.order.tolist() if k in below]
+    claims = [
+        R.Claim(kind="above", text=text, models=[models[k]] + [models[b] for b in below[k]])
+        for k, text in zip(uppers, stats.describe_claims(ranking, models), strict=False)
+    ]
+    for sep in ranking.separations:
+        upper, lower = models[sep.upper], models[sep.lower]
+        claims.append(
+            R.Claim(
+                kind="not_separated",
+                text=not_separated_text(upper, lower, sep, len(task_ids)),
+                models=[upper, lower],
+                tasks_needed=sep.tasks_needed,
+            )
+        )
+    return R.JudgeBlock(
+        judge=judge,
+        frame_hash=current_frame_hash(log, judge),
+        system_prompt=system_prompt_for(log, current_frame_hash(log, judge)),
+        ratings=ratings,
+        pairwise=pairwise,
+        p_above_matrix=matrix,
+        rank_groups=[[models[k] for k in group] for group in ranking.groups],
+        claims=claims,
+        diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
+        bootstrap=R.BootstrapInfo(
+            unit=options.unit,
+            resamples=options.resamples,
+            seed=options.seed,
+            method=boot.interval_method,
+            fits=boot.n_fits,
+            converged=boot.n_converged,
+            disconnected_resamples=boot.n_disconnected,
+            disconnected_handling=DISCONNECTED_HANDLING,
+        ),
+    )
+
+
+def _diagnostics(
+    spec: RunSpec,
+    comp: Any,
+    combined: list[CombinedVerdict],
+    records: list[Record],
+    answers: dict[tuple[str, str], Record],
+    point: Any,
+    models: list[str],
+    task_ids: list[str],
+) -> R.Diagnostics:
+    from konkord import stats
+
+    complete = [c for c in combined if c.complete]
+    flips_by_pair: dict[str, list[bool]] = {}
+    flips_by_task: dict[str, list[bool]] = {}
+    for c in complete:
+        flips_by_pair.setdefault(f"{c.model_a} vs {c.model_b}", []).append(c.flipped)
+        flips_by_task.setdefault(c.task_id, []).append(c.flipped)
+
+    def keyed(groups: dict[str, list[bool]]) -> list[R.KeyedRate]:
+        rows = [
+            R.KeyedRate(key=k, proportion=proportion(sum(v), len(v))) for k, v in groups.items()
+        ]
+        return sorted(rows, key=lambda r: (-(r.proportion.rate or 0.0), r.key))
+
+    first = second = ties = unobserved = 0
+    failures: dict[str, int] = {}
+    for rec in records:
+        if rec.get("kind") == "failure":
+            reason = str(rec.get("reason"))
+            failures[reason] = failures.get(reason, 0) + 1
+            continue
+        if rec.get("reconstructed") or rec.get("source") == "import":
+            # Imported votes are combined verdicts written out as two orders: which position
+            # won each order was never observed, so they say nothing about position.
+            unobserved += 1
+            continue
+        pos = rec.get("position_winner")
+        if pos == "1":
+            first += 1
+        elif pos == "2":
+            second += 1
+        else:
+            ties += 1
+    cycles = stats.cycle_rate(comp)
+    consistency = stats.consistency_of_wins(stats.win_matrix(comp))
+    n_pairs_expected = 0
+    good = {k for k, rec in answers.items() if rec.get("error") is None}
+    judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
+    for task in task_ids:
+        present = [m for m in models if (task, m) in good]
+        if present:
+            n_pairs_expected += len(present) * (len(present) - 1) // 2
+        else:
+            # An imported run may hold verdicts without answers: it owes the pairs it judged.
+            n_pairs_expected += sum(1 for pair in judged_pairs if pair[0] == task)
+    verdicts_present = sum(1 for r in records if r.get("kind") == "verdict")
+    fit = point
+    return R.Diagnostics(
+        flip_rate=proportion(sum(c.flipped for c in complete), len(complete)),
+        flips_by_pair=keyed(flips_by_pair),
+        flips_by_task=keyed(flips_by_task),
+        positional=R.Positional(
+            first=first,
+            second=second,
+            ties=ties,
+            share_first=proportion(first, first + second),
+            measurable=bool(first + second + ties) or not unobserved,
+            not_measurable_why=None
+            if first + second + ties or not unobserved
+            else (
+                f"all {unobserved} order records were imported: the source published one "
+                "combined verdict per pair, written here as two orders that agree by "
+                "construction, so which position the judge favoured was never observed"
+            ),
+        ),
+        cycles=R.Cycles(
+            cyclic=cycles.cyclic,
+            decided_triples=cycles.decided,
+            undecided_triples=cycles.undecided,
+            rate=finite(cycles.rate),
+        ),
+        connected=True,
+        components=[models],
+        consistency=finite(consistency.mean),
+        failures_by_reason=dict(sorted(failures.items())),
+        coverage=R.Coverage(
+            answers_present=len(good),
+            answers_expected=len(task_ids) * len(models),
+            verdicts_present=verdicts_present,
+            verdicts_expected=2 * n_pairs_expected,
+            incomplete_pairs=sum(1 for c in combined if not c.complete),
+            failed_answers=sum(1 for rec in answers.values() if rec.get("error") is not None),
+            truncated_answers=sum(
+                1
+                for rec in answers.values()
+                if rec.get("error") is None and rec.get("finish_reason") == "length"
+            ),
+        ),
+        fit=R.FitInfo(
+            iterations=int(fit.iterations),
+            gradient_norm=float(fit.gradient_norm),
+            converged=bool(fit.converged),
+        ),
+    )

@@ -1,0 +1,171 @@
+"""The descriptive parts of the results file: cost per model and judge, the per-task view of
+every answer and verdict, and pass rates of executed checks."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from konkord.configuration.runspec import RunSpec
+from konkord.evidence.log import Record
+from konkord.evidence.verdicts import CombinedVerdict
+from konkord.results import schema as R
+
+
+def cost_line(
+    who: str, role: Literal["generation", "judge"], records: Sequence[Record]
+) -> R.CostLine:
+    paid = [
+        r for r in records if r.get("text") is not None or r.get("kind") in {"verdict", "failure"}
+    ]
+    unknown = sum(1 for r in paid if r.get("cost_usd") is None and r.get("tokens_out") is not None)
+    known = sum(float(r["cost_usd"]) for r in paid if r.get("cost_usd") is not None)
+    latencies = [float(r["latency_s"]) for r in paid if r.get("latency_s") is not None]
+    return R.CostLine(
+        who=who,
+        role=role,
+        calls=len(paid),
+        tokens_in=sum(int(r.get("tokens_in") or 0) for r in paid),
+        tokens_out=sum(int(r.get("tokens_out") or 0) for r in paid),
+        cost_usd=None if unknown else round(known, 6),
+        known_cost_usd=round(known, 6),
+        unknown_price_calls=unknown,
+        median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
+    )
+
+
+def task_views(
+    spec: RunSpec,
+    answers: dict[tuple[str, str], Record],
+    combined_by_judge: dict[str, list[CombinedVerdict]],
+    labels: list[Record],
+    checks: dict[tuple[str, str, str], Record],
+) -> list[R.TaskView]:
+    labels_by_item: dict[tuple[str, str, str], list[R.LabelView]] = {}
+    for rec in labels:
+        if rec.get("winner") is None:
+            continue
+        key = (rec["task_id"], rec["model_a"], rec["model_b"])
+        labels_by_item.setdefault(key, []).append(
+            R.LabelView(labeller=str(rec["labeller"]), winner=str(rec["winner"]))
+        )
+    views = []
+    for task in spec.suite.tasks:
+        answer_views = []
+        for model in spec.models:
+            answer = answers.get((task.id, model))
+            if answer is None:
+                continue
+            rec = answer
+            answer_views.append(
+                R.AnswerView(
+                    model=model,
+                    text=rec.get("text"),
+                    finish_reason=rec.get("finish_reason"),
+                    truncated=rec.get("finish_reason") == "length" and rec.get("error") is None,
+                    error=rec.get("error"),
+                    tokens_out=rec.get("tokens_out"),
+                    cost_usd=rec.get("cost_usd"),
+                    latency_s=rec.get("latency_s"),
+                    checks=[
+                        R.CheckView(
+                            check=check,
+                            passed=bool(checks[(task.id, model, check)].get("passed")),
+                            reason=checks[(task.id, model, check)].get("reason"),
+                            sandbox=checks[(task.id, model, check)].get("sandbox"),
+                        )
+                        for check in task.checks
+                        if (task.id, model, check) in checks
+                    ],
+                )
+            )
+        comparisons = []
+        for judge, combined in combined_by_judge.items():
+            for c in combined:
+                if c.task_id != task.id:
+                    continue
+                orders = []
+                for order in ("ab", "ba"):
+                    verdict = c.orders.get(order)
+                    if verdict is None:
+                        continue
+                    rec = verdict
+                    orders.append(
+                        R.OrderVerdict(
+                            order=order,  # type: ignore[arg-type]
+                            shown_first=c.model_a if order == "ab" else c.model_b,
+                            position_winner=rec.get("position_winner"),
+                            winner=rec.get("winner"),
+                            rationale=rec.get("rationale"),
+                            failure=None
+                            if rec.get("kind") == "verdict"
+                            else f"{rec.get('reason')}: {rec.get('detail') or ''}".strip(": "),
+                        )
+                    )
+                comparisons.append(
+                    R.ComparisonView(
+                        judge=judge,
+                        model_a=c.model_a,
+                        model_b=c.model_b,
+                        winner=c.winner,
+                        flipped=c.flipped,
+                        complete=c.complete,
+                        orders=orders,
+                        labels=labels_by_item.get((task.id, c.model_a, c.model_b), []),
+                    )
+                )
+        views.append(
+            R.TaskView(
+                id=task.id,
+                prompt=task.prompt,
+                reference=task.reference,
+                tests=task.tests,
+                answers=answer_views,
+                comparisons=comparisons,
+            )
+        )
+    return views
+
+
+def pass_rates_block(
+    spec: RunSpec,
+    answers: dict[tuple[str, str], Record],
+    checks: dict[tuple[str, str, str], Record],
+) -> list[R.PassRate]:
+    """Per-model pass rates per check with task-bootstrap intervals, where checks were run."""
+    if not checks:
+        return []
+    from konkord.stats import wilson_interval
+    from konkord.stats.passrates import pass_rates
+
+    models = list(spec.models)
+    task_ids = [t.id for t in spec.suite.tasks]
+    rows: list[R.PassRate] = []
+    for check in sorted({str(k[2]) for k in checks}):
+        outcome = np.full((len(task_ids), len(models)), np.nan)
+        for t, task_id in enumerate(task_ids):
+            for m, model in enumerate(models):
+                rec = checks.get((task_id, model, check))
+                if rec is not None and (task_id, model) in answers:
+                    outcome[t, m] = 1.0 if rec.get("passed") else 0.0
+        for rate in pass_rates(outcome, models, check):
+            low, high = rate.low, rate.high
+            if rate.n:
+                # With one answer per task, the task bootstrap of a pass rate collapses to a
+                # point at 0/n or n/n; the Wilson interval does not, so the wider one is shown.
+                w_low, w_high = wilson_interval(rate.passed, rate.n)
+                low = w_low if low is None else min(low, w_low)
+                high = w_high if high is None else max(high, w_high)
+            rows.append(
+                R.PassRate(
+                    model=rate.model,
+                    check=check,
+                    passed=rate.passed,
+                    total=rate.n,
+                    rate=R.Interval(estimate=rate.rate, low=low, high=high),
+                )
+            )
+    return rows

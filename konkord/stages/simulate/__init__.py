@@ -1,0 +1,2 @@
+"""The simulate stage: simulated fields, sweeps and their summaries.
+"""
