@@ -203,6 +203,13 @@ MUTATIONS = (
         ("tests/test_stats_ppi.py",),
     ),
     Mutation(
+        "ppi_floor: the anchored floor drops the task covariance (no V, only H^-1)",
+        "konkord/stats/ppi_floor.py",
+        "    cov: FloatArray = centre @ h_inv @ v @ h_inv @ centre",
+        "    cov: FloatArray = centre @ h_inv @ centre",
+        ("tests/test_stats_ppi_floor.py",),
+    ),
+    Mutation(
         "ppi: clipped resamples never counted",
         "konkord/stats/ppi.py",
         "    return int(moved.reshape(raw.shape[0], -1).any(axis=1).sum())",

@@ -15,9 +15,16 @@ Prints, on simulated fields with task-level random effects, judged by the simula
       (aim: 80%), beside the figure planned on the observed gap that it replaced;
   (f) coverage of the task-clustered agreement interval and the kappa interval at 10, 25 and
       80 tasks of uneven size (1 + geometric, mean 7) with strong task effects (aim: 93-97%),
-      the agreement beside the normal critical value it replaced.
+      the agreement beside the normal critical value it replaced;
+  (g) coverage of the anchored (PPI++) interval of people's win rates at the tuned lambda
+      and at lambda 1, with the share of clipped resamples (aim: 95%);
+  (h) consistency of a judge that orders every pair cleanly, at 2, 5 and 12 models (aim:
+      near 100%; the ranking's prior held it to 0.82, 0.74 and 0.68).
 
-Run by hand: `python benchmarks/bench_validity.py [--fields 200] [--resamples 500]`.
+Run by hand: `python benchmarks/bench_validity.py [--fields 200] [--resamples 500]`; one
+section with `--only separation|agreement|anchored|consistency`, and the simulated fields of
+(e), (f) and (g) with `--separation-fields`, `--agreement-fields`, `--anchored-fields` (400
+by default, the count the promises are checked at).
 """
 
 from __future__ import annotations
@@ -255,16 +262,68 @@ def agreement_coverage(fields: int, resamples: int) -> None:
     print("    promise: 95% (aim 93-97%)")
 
 
+def anchored_coverage(fields: int, resamples: int) -> None:
+    """(g) The anchored interval of people's win rates, bootstrap alone and floored."""
+    from konkord.stats.anchored_sim import simulate_biased_judge_field
+    from konkord.stats.ppi import anchored_bootstrap
+    from konkord.stats.ppi_floor import floored_anchored_intervals
+
+    print("\n(g) coverage of the anchored 95% interval of people's win rate against the field")
+    print(
+        f"    5 models, 100 tasks, 150 labels, judge bias 0, 0.5 or 1 logit; {fields} fields, "
+        f"{resamples} resamples"
+    )
+    print(f"    {'lambda':>7} {'bootstrap':>10} {'floored':>8} {'+- se':>6} {'clipped':>8}")
+    rng = np.random.default_rng(25)
+    rows: dict[str, list[tuple[float, float, float]]] = {"tuned": [], "1": []}
+    for k in range(fields):
+        field = simulate_biased_judge_field(5, 100, 150, float(rng.choice([0.0, 0.5, 1.0])),
+                                            seed=rng)
+        truth = field.target_expected_win_rate
+        for name, lam in (("tuned", None), ("1", 1.0)):
+            fit = anchored_bootstrap(field.data, lam=lam, n_resamples=resamples, seed=k)
+            plain = fit.bootstrap.intervals()["expected_win_rate"]
+            floored = floored_anchored_intervals(fit, field.data)["expected_win_rate"]
+            rows[name].append((
+                float(((plain.lower <= truth) & (truth <= plain.upper)).mean()),
+                float(((floored.lower <= truth) & (truth <= floored.upper)).mean()),
+                fit.clipped_resamples / resamples,
+            ))
+    for name, found in rows.items():
+        table = np.array(found)
+        se = table[:, 1].std(ddof=1) / np.sqrt(len(table)) if len(table) > 1 else np.nan
+        print(f"    {name:>7} {table[:, 0].mean():>10.1%} {table[:, 1].mean():>8.1%} "
+              f"{se:>6.1%} {table[:, 2].mean():>8.1%}")
+    print("    promise: 95%")
+
+
+def consistency_scale() -> None:
+    """(h) A judge that orders every pair of every task cleanly."""
+    from konkord.stats.judges import task_consistency
+
+    print("\n(h) consistency of a judge that orders every pair cleanly (one verdict per pair)")
+    for n_models in (2, 5, 12):
+        clean = np.triu(np.ones((n_models, n_models)), 1)
+        wins = np.broadcast_to(clean, (1, 10, n_models, n_models)).copy()
+        now = task_consistency(wins, n_resamples=50).mean[0]
+        before = task_consistency(wins, n_resamples=50, prior=0.5).mean[0]
+        print(f"    {n_models:>3} models: {now:.3f} (with the ranking's prior: {before:.3f})")
+    print("    promise: near 100% whatever the number of models")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fields", type=int, default=200, help="simulated runs per cell")
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples")
-    parser.add_argument("--only", choices=["all", "separation", "agreement"], default="all",
+    parser.add_argument("--only", default="all",
+                        choices=["all", "separation", "agreement", "anchored", "consistency"],
                         help="run one section")
     parser.add_argument("--separation-fields", type=int, default=400,
                         help="simulated fields for (e)")
     parser.add_argument("--agreement-fields", type=int, default=400,
                         help="simulated datasets per cell of (f)")
+    parser.add_argument("--anchored-fields", type=int, default=400,
+                        help="simulated fields for (g)")
     parser.add_argument("--cap", type=int, default=2000, help="largest fresh study run in (e)")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -276,6 +335,10 @@ def main() -> None:
         separation_promise(args.separation_fields, min(args.resamples, 200), args.cap)
     if args.only in ("all", "agreement"):
         agreement_coverage(args.agreement_fields, min(args.resamples, 400))
+    if args.only in ("all", "anchored"):
+        anchored_coverage(args.anchored_fields, min(args.resamples, 300))
+    if args.only in ("all", "consistency"):
+        consistency_scale()
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

@@ -26,7 +26,7 @@ from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
 from konkord.stages.current import interval
 from konkord.stats.ppi import AnchoredData
-from konkord.stats.resample import Bootstrap
+from konkord.stats.resample import Bootstrap, Interval
 
 MIN_LABELS = 30
 
@@ -99,11 +99,14 @@ def _inclusion(
     return out, design, skipped
 
 
-def _ratings(boot: Bootstrap, models: list[str]) -> list[R.AnchoredRating]:
-    """Models best first with win-rate intervals and rank ranges (`konkord.stats.rank`)."""
+def _ratings(
+    boot: Bootstrap, models: list[str], ivs: dict[str, Interval] | None = None
+) -> list[R.AnchoredRating]:
+    """Models best first with win-rate intervals (`ivs`, else the bootstrap's own) and rank
+    ranges (`konkord.stats.rank`)."""
     from konkord.stats import rank
 
-    ivs = boot.intervals()
+    ivs = boot.intervals() if ivs is None else ivs
     ranking = rank(boot)
     out = []
     for k in ranking.order.tolist():
@@ -232,6 +235,7 @@ def anchored_block(
     current labels; `pool` the run's comparison pool (for the queue's design), if known.
     """
     from konkord.stats.ppi import anchored_bootstrap, anchored_data, effective_labels
+    from konkord.stats.ppi_floor import floored_anchored_intervals
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -321,15 +325,18 @@ def anchored_block(
         clipped_pair_scores=anchored.clipped_pair_scores,
         clipped_resamples=anchored.clipped_resamples,
         resamples=anchored.resamples,
-        ratings=_ratings(anchored.bootstrap, models),
-        labels_only=_ratings(labels_only.bootstrap, models),
+        ratings=_ratings(anchored.bootstrap, models, floored_anchored_intervals(anchored, data)),
+        labels_only=_ratings(
+            labels_only.bootstrap, models, floored_anchored_intervals(labels_only, data)
+        ),
         claims=_claims(anchored.bootstrap, models),
         disagreements=disagreements,
         summary=summary,
         method=(
             f"prediction-powered Bradley-Terry (PPI++, power tuning lambda = {anchored.lam:.2f}),"
             f" task bootstrap with {resamples} resamples, {anchored.bootstrap.interval_method}"
-            " intervals; labels weighted by 1 / inclusion probability"
+            " intervals, each widened to contain the sandwich (M-estimator) interval of its"
+            " win rate; labels weighted by 1 / inclusion probability"
             f" ({design.replace('_', ' ')})"
         ),
     )
