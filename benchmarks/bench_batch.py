@@ -116,11 +116,11 @@ async def ask_all(n: int, url: str, directory: Path) -> tuple[int, int, float]:
 
 async def judge_stage(n: int, url: str, directory: Path) -> tuple[int, int, float]:
     """`judge_run` over enough tasks for n calls, with answers already in the evidence."""
+    from konkord.configuration.call_settings import CallSettings
     from konkord.configuration.runspec import RunSpec
     from konkord.configuration.suite import load_suite
     from konkord.evidence.log import EvidenceLog, now_iso
     from konkord.providers.batch import BatchClient
-    from konkord.providers.calls import CallSettings
     from konkord.stages.judge.judge import judge_run
     from konkord.stages.run import answer_key_hash, answer_messages
 
@@ -162,7 +162,7 @@ def main() -> None:
     assert server.stdout is not None
     url = server.stdout.readline().strip()
     try:
-        from konkord.providers.llm import load_litellm
+        from konkord.providers.loading import load_litellm
 
         load_litellm()  # the 5 s import is not the batch path's cost
         import konkord.providers.batch  # noqa: F401

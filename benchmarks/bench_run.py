@@ -187,7 +187,7 @@ def bare_loop(
 ) -> float:
     """Wall time of n_requests litellm.acompletion calls under one semaphore, nothing else;
     with `prompts`, call k sends prompts[k] (the judge's own messages) instead of one line."""
-    from konkord.providers.llm import load_litellm
+    from konkord.providers.loading import load_litellm
 
     litellm = load_litellm()
 

@@ -7,3 +7,8 @@ class KonkordError(Exception):
 
 class SuiteError(KonkordError):
     """A suite or runs.json file that cannot be used; the message names file, line and field."""
+
+
+class NotLaunched(KonkordError):
+    """A call refused before it was sent (--max-cost, Ctrl-C): nothing was paid and nothing is
+    recorded; a rerun makes it."""

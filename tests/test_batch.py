@@ -379,7 +379,7 @@ def test_an_upload_whose_batch_never_came_to_exist_is_abandoned_and_asked_again(
 
 
 def test_batch_prices_come_from_litellms_batch_rates() -> None:
-    from konkord.providers.llm import load_litellm
+    from konkord.providers.loading import load_litellm
 
     info = load_litellm().model_cost["gpt-4o-mini"]
     rate_in, rate_out = info["input_cost_per_token_batches"], info["output_cost_per_token_batches"]

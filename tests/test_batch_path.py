@@ -30,11 +30,12 @@ from test_batch import (
     write_project,
 )
 
+from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.evidence.log import EvidenceLog, record_key
 from konkord.providers.batch import BatchClient
-from konkord.providers.calls import CallSettings
-from konkord.providers.llm import ModelClient, load_litellm
+from konkord.providers.llm import ModelClient
+from konkord.providers.loading import load_litellm
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning",

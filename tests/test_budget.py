@@ -15,11 +15,11 @@ from openai_server import OpenAIServer, Reply
 from test_batch import CALLS, JUDGE, MODELS, TASKS, content_judge, write_answers, write_project
 
 from konkord.cli import cli
+from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.runs_config import Price
 from konkord.configuration.runspec import resolve_run
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.budget import Budget, count_tokens, spent_in_evidence
-from konkord.providers.calls import CallSettings
 from konkord.stages.judge.judge import calls_to_make, judge_messages
 
 PRICE_IN, PRICE_OUT = 1e-6, 2e-6  # write_project's $1 and $2 per million

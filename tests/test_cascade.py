@@ -19,16 +19,12 @@ from openai_server import OpenAIServer, Reply, verdict_logprobs
 
 from konkord.cli import cli
 from konkord.configuration.judge_frame import split_framed_answers
+from konkord.configuration.runs_config import parse_confidence
 from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.evidence.verdicts import combine_verdicts
-from konkord.providers.confidence import (
-    outcome_of_token,
-    parse_confidence,
-    to_models,
-    verdict_probs,
-)
+from konkord.providers.confidence import outcome_of_token, to_models, verdict_probs
 from konkord.providers.llm import ModelClient
 from konkord.stages.judge.cascade import cascade_run, check_first_pass, missing_calls
 from konkord.stages.judge.cascade_view import (

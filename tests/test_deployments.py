@@ -16,11 +16,12 @@ from openai_server import OpenAIServer, Reply
 from test_batch import CALLS, JUDGE, content_judge, write_answers, write_project
 
 from konkord.cli import cli
+from konkord.configuration.deployments import Deployment
 from konkord.configuration.runs_config import load_runs
 from konkord.configuration.runspec import resolve_run
 from konkord.errors import SuiteError
 from konkord.evidence.log import EvidenceLog
-from konkord.providers.deployments import Deployment, Deployments
+from konkord.providers.deployments import Deployments
 from konkord.providers.door import make_client
 from konkord.stages.judge.judge import judge_run
 

@@ -14,12 +14,12 @@ from conftest import REPO, SHARED
 
 from konkord.cli import cli
 from konkord.configuration.runspec import resolve_run
-from konkord.results.judges_table import judge_table
+from konkord.results.judges_table import judge_table, split_text
 from konkord.results.schema import Results, read_results, write_results
 from konkord.sim import judge_params
 from konkord.sim.judge import judge_decision
 from konkord.sim.reading import Reading
-from konkord.stages.report.judges_print import format_judge_table, split_text
+from konkord.stages.report.judges_print import format_judge_table
 from konkord.stages.report.report import ReportOptions, build_results
 
 DEMO = "demo-python-codegen"

@@ -16,7 +16,8 @@ from openai_server import OpenAIServer, Reply, user_text
 from konkord.configuration.runs_config import Price
 from konkord.configuration.suite import Suite, Task
 from konkord.evidence.log import EvidenceLog
-from konkord.providers.llm import CallSettings, ModelClient, load_litellm
+from konkord.providers.llm import CallSettings, ModelClient
+from konkord.providers.loading import load_litellm
 from konkord.stages.run import RunSummary, answer_messages, current_answers, generate_answers
 
 SUITE = Suite(

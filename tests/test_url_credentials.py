@@ -15,8 +15,8 @@ from conftest import FAKE_KEY, REPO
 from openai_server import OpenAIServer, Reply, user_text
 
 from konkord.cli import cli
-from konkord.providers import credentials
-from konkord.providers.credentials import redact, strip_url_credentials
+from konkord.configuration import credentials
+from konkord.configuration.credentials import redact, strip_url_credentials
 
 URL_KEY = "urlkey-3f9a7c1e5d2b"
 URL_PASSWORD = "urlpass-8e6d4c2a0f"

@@ -2,6 +2,9 @@
 
 `run_check(check, task, answer_text, language, limits, sandbox)` in `konkord.checks.runner` is the
 one entry point; every check returns a `CheckResult` that the check stage stores as a record.
+
+May import: konkord.configuration (the suite's tasks), konkord.errors. Never providers or
+stages: the stage that runs checks is konkord.stages.check.
 """
 
 from __future__ import annotations

@@ -1,1 +1,5 @@
-"""One module per command; each imports its stage lazily inside the command function."""
+"""One module per command, registered by name in konkord.cli.COMMANDS.
+
+Each imports only click at module level and its stage inside the command function (litellm
+costs seconds to import; `--help` must stay fast). May import everything below it.
+"""

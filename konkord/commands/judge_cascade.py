@@ -20,8 +20,7 @@ def cascade_plan(
     confidence: str | None,
 ) -> CascadePlan | None:
     """The cascade to run: from the options, else the run's own when no --judge was given."""
-    from konkord.configuration.runs_config import Cascade
-    from konkord.providers.confidence import parse_confidence
+    from konkord.configuration.runs_config import Cascade, parse_confidence
 
     try:
         parse_confidence(confidence or "logprobs")

@@ -102,9 +102,9 @@ def run(
         check_model_names(routed, "--models", spec.settings.api_base)
 
         from konkord.commands.progress import progress_bar
+        from konkord.configuration.credentials import has_url_credentials
         from konkord.configuration.runspec import manifest_path, write_manifest
         from konkord.evidence.stopping import run_lock
-        from konkord.providers.credentials import has_url_credentials
         from konkord.providers.door import check_options, check_prices, make_client
         from konkord.providers.llm import missing_credentials
         from konkord.stages.run import generate_answers, truncated_answers

@@ -6,10 +6,16 @@ import click
 
 
 @click.command()
-def schema() -> None:
+@click.option(
+    "--task",
+    is_flag=True,
+    help="The schema of one task file instead (results/<run>.tasks/<task>.json, where a large "
+    "run keeps each task's answers and verdicts; the results file's task_files lists them).",
+)
+def schema(task: bool) -> None:
     """Print the JSON Schema of results/<run>.json (the versioned results file)."""
     import json
 
-    from konkord.results.schema import json_schema
+    from konkord.results.schema import TaskView, json_schema
 
-    click.echo(json.dumps(json_schema(), indent=2))
+    click.echo(json.dumps(TaskView.model_json_schema() if task else json_schema(), indent=2))

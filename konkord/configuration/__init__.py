@@ -1,3 +1,11 @@
-"""What a run is: the suite, YAML/JSON positions for error lines,
-runs.json, the resolved run spec, and the judge frame (prompt and verdict parser).
+"""What a run is, read from files and checked before anything runs.
+
+Owns: suites (suite), JSON/YAML with positions for one-line errors (yamlpos), runs.json
+(runs_config), the resolved run (runspec: suite, models, judges, settings, prices, label plan,
+results path), the settings of a model call (call_settings), where models are served
+(deployments), where credentials come from and how they are kept out of files (credentials), and
+the judge frame (judge_frame: the prompt around the rubric and the parser of the verdict line).
+
+May import: konkord.evidence (atomic writes, paths inside the project) and konkord.errors.
+Never providers, stages or anything above.
 """

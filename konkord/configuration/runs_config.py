@@ -13,11 +13,11 @@ from pydantic import (
     field_validator,
 )
 
+from konkord.configuration.deployments import Deployment
 from konkord.configuration.suite import SLUG, parse_located, slug_problem
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
 from konkord.evidence.paths import file_problem
-from konkord.providers.deployments import Deployment
 
 DEFAULT_RUNS_FILE = Path("runs.json")
 
@@ -60,6 +60,19 @@ class LabelPlan(BaseModel):
     simulated_labellers: tuple[SimulatedLabeller, ...] = ()
 
 
+def parse_confidence(spec: str) -> int | None:
+    """`logprobs` -> None; `samples:N` -> N (at least 2). Raises ValueError naming the problem."""
+    text = spec.strip().lower()
+    if text == "logprobs":
+        return None
+    name, _, count = text.partition(":")
+    if name == "samples" and count.isdigit() and int(count) >= 2:
+        return int(count)
+    raise ValueError(
+        f'"{spec}" is not a confidence source (use logprobs, or samples:N with N >= 2)'
+    )
+
+
 class Cascade(BaseModel):
     """A cheap first-pass judge in front of the run's judge: it judges every pair in both
     orders, and a pair goes to the strong judge unless both orders agree and its averaged
@@ -75,8 +88,6 @@ class Cascade(BaseModel):
     @field_validator("confidence")
     @classmethod
     def _confidence(cls, value: str) -> str:
-        from konkord.providers.confidence import parse_confidence
-
         parse_confidence(value)
         return value
 
@@ -100,7 +111,7 @@ class RunEntry(BaseModel):
     generation: Generation = Generation()
     api_base: str | None = None
     cascade: Cascade | None = None
-    # model -> its deployments (konkord.providers.deployments), or the name of a JSON file holding that map
+    # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
 
     @field_validator("name")

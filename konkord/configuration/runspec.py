@@ -10,6 +10,9 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from konkord.configuration.call_settings import CallSettings
+from konkord.configuration.credentials import strip_url_credentials
+from konkord.configuration.deployments import Deployment, load_deployment_file
 from konkord.configuration.runs_config import (
     DEFAULT_RUNS_FILE,
     Cascade,
@@ -23,9 +26,6 @@ from konkord.configuration.suite import Suite, load_suite
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 from konkord.evidence.paths import file_problem, require_folder_inside, require_state_inside
-from konkord.providers.calls import CallSettings
-from konkord.providers.credentials import strip_url_credentials
-from konkord.providers.deployments import Deployment, load_deployment_file
 
 RUNS_ROOT = Path("runs")
 

@@ -1,3 +1,9 @@
-"""The evidence log and what keeps it whole: append-only records, atomic
-writes, paths kept inside the project, the writer lock and Ctrl-C, verdicts read back.
+"""The evidence: the append-only log of a run and what keeps it whole.
+
+Owns: the log (log: runs/<run>/<stream>.jsonl, locked and fsynced appends, torn lines cut away),
+whole-file writes a crash cannot tear (atomic), paths that never leave the project (paths), one
+writer per run and a Ctrl-C that keeps what was paid for (stopping), and the judges' verdicts read
+back and combined per pair (verdicts).
+
+May import: konkord.errors only. Everything else in konkord may import this.
 """

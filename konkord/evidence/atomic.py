@@ -50,3 +50,14 @@ def write_atomic(path: Path | str, data: bytes | str, durable: bool = True) -> N
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def write_bytes_if_changed(path: Path, data: bytes) -> bool:
+    """Write atomically, and only when the bytes differ: an unchanged file keeps its mtime."""
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    write_atomic(path, data, durable=False)  # derived files: rebuilt from their inputs
+    return True

@@ -168,46 +168,36 @@ class EvidenceLog:
             os.fsync(fd)
 
     def read(self, stream: str) -> ReadResult:
-        """Every record of a stream in write order; a torn last line is skipped and reported."""
+        """Every record of a stream in write order; a torn last line is skipped and reported.
+
+        Parsed once per process: report, calibrate, judges and build each read the same
+        streams, so the parse is kept (see `ParsedStreams`) until the file changes. The records
+        returned are shared; a caller must not change them.
+        """
         path = self.path(stream)
         try:
             with open(path, "rb") as handle:
                 # A shared lock: never read half of a record another process is writing.
                 fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-                content = handle.read()
+                stat = os.fstat(handle.fileno())
+                version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+                cached = PARSED.get(path, version)
+                content = b"" if cached is not None else handle.read()
         except FileNotFoundError:
             return ReadResult([], False)
         except OSError as exc:
             raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        lines = content.split(b"\n")
-        last = lines.pop()
-        torn = False
-        if last.strip():
-            if _parses_as_record(last):
-                lines.append(last)
-            else:
-                torn = True
-                warnings.warn(
-                    f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
-                    "and will be cut away (kept in a .torn file) on the next append",
-                    TornLineWarning,
-                    stacklevel=2,
-                )
-        records: list[Record] = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                record = None
-            if not isinstance(record, dict):
-                raise KonkordError(
-                    f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
-                    "Restore it from git"
-                )
-            records.append(record)
-        return ReadResult(records, torn)
+        if cached is None:
+            cached = parse_stream(path, content)
+            PARSED.put(path, version, cached)
+        if cached.torn:
+            warnings.warn(
+                f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
+                "and will be cut away (kept in a .torn file) on the next append",
+                TornLineWarning,
+                stacklevel=2,
+            )
+        return cached
 
     def records(self, stream: str) -> list[Record]:
         """Every record of a stream, in write order."""
@@ -222,6 +212,70 @@ class EvidenceLog:
             if where is None or where(record):
                 out[record_key(stream, record)] = record
         return out
+
+
+def parse_stream(path: Path, content: bytes) -> ReadResult:
+    """A stream's bytes as records. The whole file goes through one `json.loads` (its key memo
+    then holds one copy of each field name for all records, not one per record, and one call
+    is faster than one per line); only a file that does not parse is read line by line, to
+    name the line at fault."""
+    lines = content.split(b"\n")
+    last = lines.pop()
+    torn = False
+    if last.strip():
+        if _parses_as_record(last):
+            lines.append(last)
+        else:
+            torn = True
+    lines = [line for line in lines if line.strip()]
+    try:
+        records = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        records = None
+    if records is None or not all(isinstance(record, dict) for record in records):
+        _name_bad_line(path, content)
+    return ReadResult(records or [], torn)
+
+
+def _name_bad_line(path: Path, content: bytes) -> None:
+    """Raise the error naming the first line of `content` that is not a JSON record."""
+    lines = content.split(b"\n")[:-1]
+    number = next(
+        (
+            n
+            for n, line in enumerate(lines, start=1)
+            if line.strip() and not _parses_as_record(line)
+        ),
+        len(lines) + 1,
+    )
+    raise KonkordError(
+        f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
+        "Restore it from git"
+    )
+
+
+class ParsedStreams:
+    """The streams parsed in this process, each kept with the version of the file it was
+    parsed from (device, inode, size, modification time in ns): an append changes the size,
+    a rewrite the inode or the time, so a changed file is parsed again."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, tuple[tuple[int, ...], ReadResult]] = {}
+
+    def get(self, path: Path, version: tuple[int, ...]) -> ReadResult | None:
+        """The parse of `path` if it was made from this version of the file."""
+        found = self._parsed.get(str(path.resolve()))
+        return found[1] if found is not None and found[0] == version else None
+
+    def put(self, path: Path, version: tuple[int, ...], parsed: ReadResult) -> None:
+        self._parsed[str(path.resolve())] = (version, parsed)
+
+    def clear(self) -> None:
+        """Forget every parse (a long-lived process that wants the memory back)."""
+        self._parsed.clear()
+
+
+PARSED = ParsedStreams()
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from konkord.errors import KonkordError
-from konkord.providers.calls import NotLaunched
+from konkord.errors import KonkordError, NotLaunched
 
 P = ParamSpec("P")
 T = TypeVar("T")

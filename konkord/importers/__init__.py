@@ -8,4 +8,7 @@ Modules:
     mtbench           the MT-Bench human judgments (lmsys/mt_bench_human_judgments): writes the run
     mtbench_read      reads its published files into votes and conversations
     mtbench_records   turns votes and conversations into evidence records
+
+May import: konkord.stages (the answer frame of stages.run) and every layer below it.
+Only konkord.commands imports this.
 """

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.configuration.call_settings import CallSettings, Message
+from konkord.configuration.credentials import secret_values
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
 from konkord.evidence.stopping import STOP, StopRequested
@@ -43,9 +45,9 @@ from konkord.providers.batch_format import (
 )
 from konkord.providers.batch_resume import ResumedRequests, find_batch, open_batches
 from konkord.providers.batch_spool import PendingRequest, Spool, Tally
-from konkord.providers.calls import CallResult, CallSettings, Message
-from konkord.providers.credentials import secret_values
-from konkord.providers.llm import ModelClient, env_float, load_litellm
+from konkord.providers.calls import CallResult
+from konkord.providers.llm import ModelClient
+from konkord.providers.loading import env_float, load_litellm
 
 
 @dataclass
@@ -249,7 +251,7 @@ class BatchClient(ModelClient):
 
     async def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
         """A batch-API call, retried with backoff on transient errors; a BatchError at the end."""
-        from konkord.providers.llm import _classify, _short_error
+        from konkord.providers.loading import classify_error, short_error
 
         litellm = load_litellm()
         attempt = 0
@@ -260,12 +262,12 @@ class BatchClient(ModelClient):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if _classify(exc, litellm) == "transient" and attempt <= self.max_retries:
+                if classify_error(exc, litellm) == "transient" and attempt <= self.max_retries:
                     await asyncio.sleep(
                         min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
                     )
                     continue
-                raise BatchError(f"--batch: could not {what}: {_short_error(exc)}") from None
+                raise BatchError(f"--batch: could not {what}: {short_error(exc)}") from None
 
     async def _poll_and_collect(
         self, batch_id: str, route: Route, requests: dict[str, PendingRequest], input_file_id: str
@@ -436,7 +438,7 @@ class BatchClient(ModelClient):
         input_file_id = str(record["input_file_id"])
         batch_id = record.get("batch_id")
         if batch_id is None:  # uploaded, then the process died: was the batch created?
-            batch_id = await find_batch(self, route, input_file_id)
+            batch_id = await find_batch(self._retrying, route, input_file_id)
             if batch_id is None:
                 self._record({**record, "status": "abandoned", "created_at": now_iso()})
                 return  # never created, never paid: its requests are simply asked again

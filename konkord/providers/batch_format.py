@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from konkord.configuration.call_settings import CallSettings, Message
+from konkord.configuration.credentials import redact
 from konkord.errors import KonkordError
 from konkord.evidence.log import Record
-from konkord.providers.calls import CallResult, CallSettings, Message
-from konkord.providers.credentials import redact
-from konkord.providers.llm import MalformedResponse, is_offline_model, load_litellm
+from konkord.providers.calls import CallResult
+from konkord.providers.loading import MalformedResponse, is_offline_model, load_litellm
 
 # OpenAI's limits per batch (50,000 requests, a 200 MB input file), with room to spare.
 MAX_REQUESTS = 50_000

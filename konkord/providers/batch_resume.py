@@ -9,19 +9,22 @@ moment neither loses a paid batch nor submits one twice.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from konkord.configuration.call_settings import CallSettings
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.providers.batch_format import STREAM
-from konkord.providers.calls import CallSettings
 
 if TYPE_CHECKING:
-    from konkord.providers.batch import BatchClient
     from konkord.providers.batch_format import Route
     from konkord.providers.batch_spool import PendingRequest
 
 OPEN = ("uploaded", "submitted")
+
+# A batch-API call retried on transient errors: (what it does, for the message; the call).
+Retrying = Callable[[str, Callable[[], Any]], Awaitable[Any]]
 
 
 def open_batches(log: EvidenceLog | None) -> list[Record]:
@@ -31,9 +34,13 @@ def open_batches(log: EvidenceLog | None) -> list[Record]:
     return [r for r in log.latest(STREAM).values() if r.get("status") in OPEN]
 
 
-async def find_batch(client: BatchClient, route: Route, input_file_id: str) -> str | None:
-    """The provider's batch made from `input_file_id`, if one was created; None otherwise."""
-    from konkord.providers.llm import load_litellm
+async def find_batch(retrying: Retrying, route: Route, input_file_id: str) -> str | None:
+    """The provider's batch made from `input_file_id`, if one was created; None otherwise.
+
+    `retrying` is the batch client's retried call, so a flaky listing is retried like any
+    other batch-API call.
+    """
+    from konkord.providers.loading import load_litellm
 
     litellm = load_litellm()
     creds = route.credentials()
@@ -42,7 +49,7 @@ async def find_batch(client: BatchClient, route: Route, input_file_id: str) -> s
         kwargs: dict[str, Any] = {"limit": 100, **creds}
         if after is not None:
             kwargs["after"] = after
-        page = await client._retrying(
+        page = await retrying(
             f"look for the batch of file {input_file_id}",
             lambda kw=kwargs: litellm.alist_batches(**kw),  # type: ignore[misc]
         )

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.configuration.call_settings import CallSettings
 from konkord.providers.batch_format import Route
-from konkord.providers.calls import CallResult, CallSettings, ResponseCache
+from konkord.providers.calls import CallResult, ResponseCache
 
 
 @dataclass

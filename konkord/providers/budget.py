@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from konkord.configuration.call_settings import CallSettings, Message
 from konkord.configuration.runs_config import Price
-from konkord.errors import KonkordError
+from konkord.errors import KonkordError, NotLaunched
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.batch_format import BATCH_DISCOUNT
-from konkord.providers.calls import CallSettings, Message, NotLaunched
 
 
 class BudgetReached(NotLaunched):
@@ -35,7 +35,7 @@ class TokenPrice:
 
 def token_price(model: str, prices: dict[str, Price], batch: bool = False) -> TokenPrice | None:
     """runs.json's price, else litellm's cost map (batch rates with batch); None when unknown."""
-    from konkord.providers.llm import is_offline_model, load_litellm
+    from konkord.providers.loading import is_offline_model, load_litellm
 
     price = prices.get(model)
     if price is not None:
@@ -62,7 +62,7 @@ def token_price(model: str, prices: dict[str, Price], batch: bool = False) -> To
 
 def count_tokens(model: str, messages: list[Message]) -> int:
     """Prompt tokens of one call by litellm's counter (the model's tokenizer where it knows it)."""
-    from konkord.providers.llm import load_litellm
+    from konkord.providers.loading import load_litellm
 
     return int(load_litellm().token_counter(model=model, messages=messages))
 

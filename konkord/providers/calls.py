@@ -1,42 +1,17 @@
-"""What one model call is: its settings (all in the cache key), its result, and the cache.
+"""What one model call gave: its result, and the cache of paid-for responses.
 
-Kept apart from llm.py so that reading settings or cached results never imports litellm, and
-so the cache's file format lives in one small place.
+Kept apart from llm.py so that reading cached results never imports litellm, and so the cache's
+file format lives in one small place. The call's settings are konkord.configuration.call_settings.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from konkord.errors import KonkordError
-
-Message = dict[str, str]
-
-
-@dataclass(frozen=True)
-class CallSettings:
-    """Everything besides the messages that changes a response; all of it is in the cache key."""
-
-    temperature: float | None = 0.0
-    max_tokens: int = 4096
-    seed: int | None = 0
-    api_base: str | None = None
-    top_logprobs: int | None = None  # ask for token log-probabilities (a first-pass judge)
-
-    def generation(self) -> dict[str, Any]:
-        """The sampling settings, as stored with each answer (the server address is not one)."""
-        return {"temperature": self.temperature, "max_tokens": self.max_tokens, "seed": self.seed}
-
-    def digest(self) -> str:
-        """A short stable hash of all these settings."""
-        blob = json.dumps(asdict(self), sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -96,11 +71,6 @@ def mark_empty(result: CallResult) -> None:
     result.error = f"empty reply (finish_reason {result.finish_reason}): {why}"
     result.error_kind = "empty"
     result.text = None
-
-
-class NotLaunched(KonkordError):
-    """A call refused before it was sent (--max-cost, Ctrl-C): nothing was paid and nothing is
-    recorded; a rerun makes it."""
 
 
 class ResponseCache:

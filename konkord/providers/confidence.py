@@ -93,16 +93,3 @@ def to_models(probs: Mapping[str, float], order: str) -> Probs:
     if order == "ab":
         return {"a": one, "b": two, "tie": tie}
     return {"a": two, "b": one, "tie": tie}
-
-
-def parse_confidence(spec: str) -> int | None:
-    """`logprobs` -> None; `samples:N` -> N (at least 2). Raises ValueError naming the problem."""
-    text = spec.strip().lower()
-    if text == "logprobs":
-        return None
-    name, _, count = text.partition(":")
-    if name == "samples" and count.isdigit() and int(count) >= 2:
-        return int(count)
-    raise ValueError(
-        f'"{spec}" is not a confidence source (use logprobs, or samples:N with N >= 2)'
-    )

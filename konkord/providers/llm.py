@@ -13,28 +13,36 @@ import json
 import os
 import random
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from konkord.configuration.call_settings import CallSettings as CallSettings
+from konkord.configuration.call_settings import Message as Message
+from konkord.configuration.credentials import SECRET_ENV as SECRET_ENV
+from konkord.configuration.credentials import SECRET_SHAPE as SECRET_SHAPE
+from konkord.configuration.credentials import empty_credentials_unset, strip_url_credentials
+from konkord.configuration.credentials import load_dotenv_file as load_dotenv_file
+from konkord.configuration.credentials import redact as redact
+from konkord.configuration.credentials import secret_values as secret_values
 from konkord.configuration.runs_config import Price
-from konkord.errors import KonkordError
 from konkord.evidence.stopping import STOP, StopRequested
 
 # Re-exported: callers import these from here, the one door to model calls.
 from konkord.providers.calls import CallResult as CallResult
-from konkord.providers.calls import CallSettings as CallSettings
-from konkord.providers.calls import Message as Message
 from konkord.providers.calls import ResponseCache as ResponseCache
 from konkord.providers.calls import mark_empty
-from konkord.providers.credentials import SECRET_ENV as SECRET_ENV
-from konkord.providers.credentials import SECRET_SHAPE as SECRET_SHAPE
-from konkord.providers.credentials import empty_credentials_unset, strip_url_credentials
-from konkord.providers.credentials import load_dotenv_file as load_dotenv_file
-from konkord.providers.credentials import redact as redact
-from konkord.providers.credentials import secret_values as secret_values
 from konkord.providers.deployments import answered_by, failed_deployment
+from konkord.providers.loading import (
+    MalformedResponse,
+    classify_error,
+    env_float,
+    is_offline_model,
+    keep_litellm_warnings_quiet,
+    load_litellm,
+    retry_after_s,
+    short_error,
+)
 
 if TYPE_CHECKING:
     from konkord.providers.budget import Budget
@@ -42,62 +50,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_CACHE_DIR = Path(".konkord/cache")
-
-
-def env_float(name: str, default: float) -> float:
-    """A float from the environment (tests shorten backoff and timeouts this way)."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise KonkordError(f"{name}={raw!r} is not a number") from None
-
-
-_litellm: Any = None
-
-
-def load_litellm() -> Any:
-    """Import litellm once, with the bundled cost map and the offline sim provider registered.
-
-    The bundled cost map (LITELLM_LOCAL_MODEL_COST_MAP, unless the user set it) keeps costs
-    reproducible and keeps the import from fetching anything.
-    """
-    global _litellm
-    if _litellm is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        load_dotenv_file()
-        import litellm
-
-        litellm.suppress_debug_info = True
-        litellm.telemetry = False
-        litellm.drop_params = True
-        from konkord import sim
-
-        sim.register(litellm)
-        _litellm = litellm
-    return _litellm
-
-
-# litellm silences pydantic's warning about its ReadOnly TypedDicts with a filter set at import;
-# a test runner that resets filters between tests drops it, and the warning (raised when a
-# response type is first built) would then fail a call that has nothing wrong with it.
-_READONLY_WARNING = r".*`ReadOnly` qualifier.*"
-
-
-def keep_litellm_warnings_quiet() -> None:
-    """Put litellm's own warning filter back in front if something reset the filters."""
-    first = warnings.filters[0] if warnings.filters else None
-    if first is None or first[0] != "ignore" or getattr(first[1], "pattern", None) != (
-        _READONLY_WARNING
-    ):
-        warnings.filterwarnings("ignore", message=_READONLY_WARNING)
-
-
-def is_offline_model(model: str) -> bool:
-    """Whether a model is answered by Konkord's own simulated provider (no network, no key)."""
-    return model.startswith(("sim/", "sim-judge/"))
 
 
 def missing_credentials(models: tuple[str, ...], api_base: str | None) -> dict[str, list[str]]:
@@ -123,43 +75,6 @@ def missing_credentials(models: tuple[str, ...], api_base: str | None) -> dict[s
         if not found.get("keys_in_environment") and found.get("missing_keys"):
             out[model] = list(found["missing_keys"])
     return out
-
-
-def _classify(exc: BaseException, litellm: Any) -> str:
-    permanent = (
-        litellm.AuthenticationError,
-        litellm.BadRequestError,
-        litellm.ContextWindowExceededError,
-        litellm.NotFoundError,
-        litellm.PermissionDeniedError,
-        litellm.ContentPolicyViolationError,
-        litellm.UnsupportedParamsError,
-    )
-    if isinstance(exc, permanent):
-        return "permanent"
-    return "transient"
-
-
-def _short_error(exc: BaseException) -> str:
-    text = redact(f"{type(exc).__name__}: {exc}")
-    return text if len(text) <= 500 else text[:497] + "..."
-
-
-def _retry_after_s(exc: BaseException) -> float | None:
-    """The server's Retry-After, in seconds, when a rate-limit error carries one."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        value = headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-class MalformedResponse(Exception):
-    """The server answered, but not with a usable completion (no choices, no message)."""
 
 
 def _default_backoff() -> float:
@@ -312,11 +227,11 @@ class ModelClient:
                 except Exception as exc:
                     if routed:
                         failed_on.append(failed_deployment(exc))
-                    kind = _classify(exc, litellm)
+                    kind = classify_error(exc, litellm)
                     if kind == "transient" and attempts <= self.max_retries and not STOP.requested:
                         delay = min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempts - 1))
                         delay *= 0.5 + random.random() / 2
-                        wait = _retry_after_s(exc)
+                        wait = retry_after_s(exc)
                         if wait is not None:
                             delay = max(delay, min(wait, self.backoff_cap_s))
                         await asyncio.sleep(delay)
@@ -325,7 +240,7 @@ class ModelClient:
                     if self.budget and hold is not None:
                         self.budget.settle(hold, 0.0)
                     return CallResult(
-                        text=None, error=_short_error(exc), error_kind=kind, attempts=attempts,
+                        text=None, error=short_error(exc), error_kind=kind, attempts=attempts,
                         fallbacks=tuple(failed_on),
                     )
         STOP.land(flight)

@@ -7,9 +7,11 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Strict(BaseModel):
-    """Base for every results model: unknown fields are refused so schema drift is caught."""
+    """Base for every results model: unknown fields are refused so schema drift is caught.
+    Infinity and NaN are written as JSON's usual extension (as `json.dumps` writes them), so a
+    results file reads back exactly as it was written."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
 
 class Interval(Strict):

@@ -27,6 +27,7 @@ import konkord
 
 STAMP_DIR = Path(".konkord") / "build"  # beside the response cache; not part of the site
 STAMP_FORMAT = 1
+MANIFEST_NAME = ".konkord-build.json"  # the site's own record of its outputs (site.incremental)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def record(
 ) -> None:
     """Stamp a build that ran nothing and left no note. `runs` holds (name, suite file,
     evidence folder, results file) for each run, in runs.json's order."""
-    from konkord.site.incremental import MANIFEST_NAME, write_bytes_if_changed
+    from konkord.evidence.atomic import write_bytes_if_changed
 
     files = [str(runs_file), str(out / MANIFEST_NAME)]
     folders = [str(folder) for folder in results_folders]
@@ -209,7 +210,7 @@ def run_checked(run: str, settings: str, suite: Path, evidence: Path, results: P
 
 def record_run_checked(run: str, settings: str, suite: Path, evidence: Path, results: Path) -> None:
     """Stamp a run whose stages were all found complete (or just completed) with no note."""
-    from konkord.site.incremental import write_bytes_if_changed
+    from konkord.evidence.atomic import write_bytes_if_changed
 
     path, key, files, folders = _run_stamp(run, settings, suite, evidence, results)
     stamp = {"key": key, "fingerprint": fingerprint(key, files, folders)}

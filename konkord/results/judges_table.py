@@ -144,3 +144,26 @@ def judge_table(results: R.Results) -> JudgeTable:
         panel_rank_groups=list(panel.panel_rank_groups) if panel else [],
         models=[r.model for r in (ratings or first)],
     )
+
+
+# Shared by the terminal table (stages.report.judges_print) and the Judges page (site).
+
+
+def split_text(p: R.Proportion) -> str:
+    """The positional split as "68/32": first-shown against second-shown wins, in percent."""
+    if p.rate is None:
+        return "n/a"
+    first = round(100 * p.rate)
+    return f"{first}/{100 - first}"
+
+
+def money_per_1000(row: JudgeRow) -> str:
+    """Dollars per 1,000 judgments; "unknown" without a price, "n/a" when no cost was recorded."""
+    if not row.cost_recorded:
+        return "n/a"
+    return "unknown" if row.cost_per_1000 is None else f"${row.cost_per_1000:.2f}"
+
+
+def latency(row: JudgeRow) -> str:
+    """The median seconds per call, as "1.23s"."""
+    return "n/a" if row.median_latency_s is None else f"{row.median_latency_s:.2f}s"

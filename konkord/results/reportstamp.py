@@ -114,7 +114,7 @@ def record(
 ) -> None:
     """Keep what a current report printed, with the `digest` of its inputs taken before it read
     them; the caller has checked that they were the same after printing."""
-    from konkord.site.incremental import write_bytes_if_changed
+    from konkord.evidence.atomic import write_bytes_if_changed
 
     stamp = {
         "format": STAMP_FORMAT,

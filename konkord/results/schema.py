@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 from konkord.results.base import Interval, Proportion, Strict
+from konkord.results.files import dump_results, load_tasks
 from konkord.results.judging import (
     AnchoredHoldout,
     AnchoredRanking,
@@ -45,6 +46,7 @@ from konkord.results.tasks import (
     LabelView,
     OrderVerdict,
     PassRate,
+    TaskFiles,
     TaskView,
 )
 
@@ -91,6 +93,7 @@ __all__ = [
     "SelectiveRow",
     "Strict",
     "SuiteInfo",
+    "TaskFiles",
     "TaskMean",
     "TaskView",
     "json_schema",
@@ -270,7 +273,12 @@ class Results(Strict):
     judge_blocks: list[JudgeBlock]
     cost: list[CostLine]
     pass_rates: list[PassRate] = []
-    tasks: list[TaskView]
+    tasks: list[TaskView] = Field(
+        description="Every task; empty when `task_files` holds them in files of their own."
+    )
+    task_files: TaskFiles | None = Field(
+        default=None, description="Set when the tasks are in one file each (large runs)."
+    )
     judge_panel: JudgePanel | None = Field(
         default=None, description="The judges compared (the Judges page); None in older files."
     )
@@ -293,7 +301,7 @@ def read_results(path: Path | str) -> Results:
     try:  # the common case in one pass of pydantic's own JSON parser
         results = Results.model_validate_json(raw)
         if results.schema_version == SCHEMA_VERSION:
-            return results
+            return load_tasks(path, results)
     except ValidationError:
         pass  # below, the same checks in steps, for a message that says what is wrong
     try:
@@ -313,17 +321,20 @@ def read_results(path: Path | str) -> Results:
             else f"{path}: not a results file"
         )
     try:
-        return Results.model_validate(data)
+        results = Results.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise KonkordError(f"{path}: invalid results file at {where}: {first['msg']}") from None
+    return load_tasks(path, results)
 
 
 def write_results(results: Results, path: Path | str) -> None:
-    """Write a results file atomically (a crash never leaves half a file)."""
-    text = json.dumps(results.model_dump(mode="json"), indent=1, ensure_ascii=False, sort_keys=False)
-    write_atomic(path, text + "\n")
+    """Write a results file atomically (a crash never leaves half a file); a large run's tasks
+    go to a file each beside it (konkord/results_files.py). Serialised by pydantic straight to
+    bytes, one task at a time, never as a second copy of the whole file in Python objects."""
+    path = Path(path)
+    write_atomic(path, dump_results(results, path))
 
 
 def json_schema() -> dict[str, Any]:

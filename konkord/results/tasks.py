@@ -90,3 +90,15 @@ class TaskView(Strict):
     )
     answers: list[AnswerView]
     comparisons: list[ComparisonView]
+
+
+class TaskFiles(Strict):
+    """Where a large results file keeps its tasks: one file per task, so that every file stays
+    small enough for a browser to fetch and a static host to serve (Cloudflare takes at most
+    25 MiB per file). Each task file is one `TaskView` (`konkord schema --task`)."""
+
+    folder: str = Field(
+        description="The folder of task files, next to the results file: <run>.tasks."
+    )
+    ids: list[str] = Field(description="The tasks in order; task X is in <folder>/X.json.")
+    sha256: str = Field(description="Hash of the task files' bytes, in this order.")

@@ -19,6 +19,11 @@ first (`position_bias`).
 Parameters go in the name after a colon: `sim/atlas:strength=1.5,task_effect=0.3`,
 `sim-judge/careful:accuracy=0.9,position_bias=0.7,tie_rate=0.1`. A bare `sim/atlas` takes a
 strength drawn from its name; judge presets are listed in `JUDGE_PRESETS`.
+
+Also owns the plausible-bug mutator (mutate) the simulated code answers use.
+
+May import: konkord.configuration (suite, judge frame), konkord.errors. Never providers (which
+register this package with litellm) or anything above them.
 """
 
 from __future__ import annotations

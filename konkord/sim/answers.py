@@ -9,17 +9,17 @@ import re
 from typing import Any
 
 from konkord.sim.latent import answer_quality, defects_for
-from konkord.sim.params import _rng, model_params
+from konkord.sim.params import model_params, seeded_rng
 from konkord.sim.tasks import (
-    _NUMBER,
     CURT_CLOSING,
     EXCEPTION_PHRASES,
+    NUMBER,
     TaskView,
-    _code_of,
-    _known_numbers,
-    _parses,
-    _prompt_key,
+    code_of,
+    known_numbers,
+    parses_as_python,
     policy_facts,
+    prompt_key,
     view_from_messages,
 )
 
@@ -63,7 +63,7 @@ def _bugged(code: str, defects: int, rng: random.Random) -> str:
         if not edits or lines & used:
             continue
         trial = sorted([*picked, *edits])
-        if _parses(_applied(reference, trial)):
+        if parses_as_python(_applied(reference, trial)):
             picked, used, planted = trial, used | lines, planted + 1
         if planted >= defects:
             break
@@ -88,7 +88,7 @@ _CODE_NOTES = (
 
 def _code_answer(view: TaskView, defects: int, verbose: bool, rng: random.Random) -> str:
     assert view.reference is not None
-    reference = _code_of(view.reference) or view.reference
+    reference = code_of(view.reference) or view.reference
     code = _bugged(reference, defects, rng)
     text = f"```{view.language or 'python'}\n{code}\n```"
     if verbose:
@@ -118,7 +118,7 @@ def relevant_fact(facts: list[str], prompt: str) -> str:
 def _misstated(fact: str, known: set[str]) -> str | None:
     """The fact with its first number changed (to one the policy never states), as a careless
     agent would misquote it."""
-    found = _NUMBER.search(fact)
+    found = NUMBER.search(fact)
     if found is None:
         return None
     value = float(found.group(0))
@@ -144,7 +144,7 @@ def _reply_answer(view: TaskView, defects: int, verbose: bool) -> str:
         signoff = paragraphs.pop()
     changed = -1
     if defects >= 2:
-        known = _known_numbers(view)
+        known = known_numbers(view)
         for index, paragraph in enumerate(paragraphs[1:], start=1):
             if (misquoted := _misstated(paragraph, known)) is not None:
                 paragraphs[index], changed = misquoted, index
@@ -171,7 +171,7 @@ def _support_answer(view: TaskView, defects: int, verbose: bool, rng: random.Ran
     fact = relevant_fact(policy_facts(view.context), view.prompt).rstrip(".")
     fact_text = fact[0].lower() + fact[1:] if fact[:2] != fact[:2].upper() else fact
     statement = f"Our policy is that {fact_text}."
-    misquote = _misstated(fact_text, _known_numbers(view))
+    misquote = _misstated(fact_text, known_numbers(view))
     lines = ["Hi, thanks for getting in touch."]
     if defects >= 2:
         # the second defect: the policy misquoted, or (with no number to get wrong) waved away
@@ -209,11 +209,11 @@ def sim_answer(model: str, messages: list[dict[str, Any]], seed: int | None) -> 
     """A simulated model's answer: its latent quality shown as visible defects in the text."""
     params = model_params(model)
     view = view_from_messages(messages)
-    task_key = _prompt_key(view.prompt)
+    task_key = prompt_key(view.prompt)
     defects = defects_for(answer_quality(params, task_key, seed))
-    rng = _rng("sim-text", params.name, task_key, seed)
+    rng = seeded_rng("sim-text", params.name, task_key, seed)
     verbose = rng.random() < params.verbosity
-    if view.reference is not None and _code_of(view.reference) is not None:
+    if view.reference is not None and code_of(view.reference) is not None:
         return _code_answer(view, defects, verbose, rng)
     if view.reference is not None:
         return _reply_answer(view, defects, verbose)

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from konkord.sim.confidence import verdict_probabilities
-from konkord.sim.params import SimJudgeParams, _rng, judge_params
+from konkord.sim.params import SimJudgeParams, judge_params, seeded_rng
 from konkord.sim.reading import Reading, read_answer
 from konkord.sim.tasks import TaskView, view_from_judge_message
 
@@ -45,12 +45,12 @@ def sim_judge_reply(
     view, first, second = found
     readings = (read_answer(first, view), read_answer(second, view))
     content = messages[-1].get("content")
-    rng = _rng("sim-judge", params.name, content, seed)
+    rng = seeded_rng("sim-judge", params.name, content, seed)
     verdict, rationale, basis = _decide(
         params, readings, (len(first), len(second)), rng, fixed=_fixed_order(first, second)
     )
     # A stream of its own, so that adding confidence changed no verdict already drawn.
-    confidence_rng = _rng("sim-judge-confidence", params.name, content, seed)
+    confidence_rng = seeded_rng("sim-judge-confidence", params.name, content, seed)
     probs = verdict_probabilities(params, verdict, basis, confidence_rng)
     return f"{rationale}\n\nVERDICT: {verdict}", probs
 

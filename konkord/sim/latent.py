@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from konkord.sim.params import SimModelParams, _rng
+from konkord.sim.params import SimModelParams, seeded_rng
 
 MAX_DEFECTS = 3
 
@@ -15,13 +15,13 @@ MAX_DEFECTS = 3
 
 def task_difficulty(task_key: str) -> float:
     """A task's difficulty, drawn from its text (logits; 0 is an average task)."""
-    return _rng("sim-task", task_key).gauss(0.0, 0.5)
+    return seeded_rng("sim-task", task_key).gauss(0.0, 0.5)
 
 
 def answer_quality(params: SimModelParams, task_key: str, seed: int | None) -> float:
     """The latent quality of one answer; common random numbers per model name, not per strength."""
-    effect = _rng("sim-effect", params.name, task_key).gauss(0.0, 1.0) * params.task_effect
-    uniform = _rng("sim-noise", params.name, task_key, seed).random()
+    effect = seeded_rng("sim-effect", params.name, task_key).gauss(0.0, 1.0) * params.task_effect
+    uniform = seeded_rng("sim-noise", params.name, task_key, seed).random()
     noise = math.log(uniform / (1.0 - uniform)) if 0.0 < uniform < 1.0 else 0.0
     return params.strength + effect - task_difficulty(task_key) + noise
 

@@ -73,7 +73,7 @@ _UNIT_KEYS = {
 }
 
 
-def _rng(*parts: Any) -> random.Random:
+def seeded_rng(*parts: Any) -> random.Random:
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
@@ -115,7 +115,7 @@ def model_params(model: str) -> SimModelParams:
     """The parameters of `sim/<name>[:key=value,...]`; unset ones are derived from the name."""
     base, values = split_sim_name(model)
     _checked(model, values, _MODEL_KEYS)
-    rng = _rng("sim-model-defaults", base)
+    rng = seeded_rng("sim-model-defaults", base)
     defaults = SimModelParams(
         name=base,
         strength=round(max(-2.5, min(2.5, rng.gauss(0.0, 1.0))), 3),

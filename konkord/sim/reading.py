@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 from konkord.sim.latent import MAX_DEFECTS
 from konkord.sim.tasks import (
-    _NUMBER,
     CURT_CLOSING,
     EXCEPTION_PHRASES,
+    NUMBER,
     TaskView,
-    _code_of,
-    _known_numbers,
+    code_of,
+    known_numbers,
     policy_facts,
 )
 
@@ -28,8 +28,8 @@ class Reading:
 
 def read_answer(answer: str, view: TaskView) -> Reading:
     """Count the visible defects of an answer to a task, the way a careful reader would."""
-    if view.reference is not None and (reference := _code_of(view.reference)) is not None:
-        code = _code_of(answer)
+    if view.reference is not None and (reference := code_of(view.reference)) is not None:
+        code = code_of(answer)
         if code is None:
             return Reading(MAX_DEFECTS + 1, "gives no code")
         regions = _changed_regions(reference, code)
@@ -59,10 +59,10 @@ def _first_change(reference: str, code: str) -> str:
 
 
 def _read_support(answer: str, view: TaskView) -> Reading:
-    known = _known_numbers(view)
+    known = known_numbers(view)
     problems = [
         f"quotes {n}, which the policy does not say"
-        for n in _NUMBER.findall(answer)
+        for n in NUMBER.findall(answer)
         if n not in known
     ]
     problems += ["promises an exception to the policy" for p in EXCEPTION_PHRASES if p in answer]

@@ -34,13 +34,13 @@ _REGISTRY: dict[str, str] = {}
 _SCANNED: dict[str, tuple[tuple[str, float], ...]] = {}
 
 
-def _prompt_key(prompt: str) -> str:
+def prompt_key(prompt: str) -> str:
     return " ".join(prompt.split())
 
 
 def register_reference(prompt: str, reference: str) -> None:
     """Make a task's reference known to the simulated models (the run stage or tests may call)."""
-    _REGISTRY[_prompt_key(prompt)] = reference
+    _REGISTRY[prompt_key(prompt)] = reference
 
 
 def register_suite(suite: Any) -> None:
@@ -90,7 +90,7 @@ def _scan_suites() -> None:
 
 def reference_for(prompt: str) -> str | None:
     """The reference of a known task with this prompt (found in the suites or registered)."""
-    key = _prompt_key(prompt)
+    key = prompt_key(prompt)
     if key not in _REGISTRY:
         _scan_suites()
     return _REGISTRY.get(key)
@@ -123,24 +123,24 @@ def view_from_judge_message(user_message: str) -> TaskView:
     prompt = sections.get("task", "")
     reference = sections.get("reference answer") or reference_for(prompt)
     context = sections.get("context given to both answerers", "")
-    language = "python" if reference and _code_of(reference) is not None else None
+    language = "python" if reference and code_of(reference) is not None else None
     return TaskView(prompt, context, reference, language)
 
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.DOTALL)
 
 
-def _code_of(text: str) -> str | None:
+def code_of(text: str) -> str | None:
     """The first fenced code block of a text, or the text itself if it parses as Python."""
     found = _FENCE.search(text)
     if found:
         return found.group(1).rstrip("\n")
-    if not _parses(text):
+    if not parses_as_python(text):
         return None
     return text.strip("\n") if "\n" in text.strip() or "def " in text else None
 
 
-def _parses(code: str) -> bool:
+def parses_as_python(code: str) -> bool:
     try:
         ast.parse(code)
     except SyntaxError:
@@ -149,7 +149,7 @@ def _parses(code: str) -> bool:
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 EXCEPTION_PHRASES = (
     "I'll make an exception to the policy for you this time.",
@@ -173,6 +173,6 @@ def policy_facts(context: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+", context) if len(s.split()) >= 4]
 
 
-def _known_numbers(view: TaskView) -> set[str]:
+def known_numbers(view: TaskView) -> set[str]:
     """Numbers a correct reply may quote: those of the policy, the ticket and the reference."""
-    return set(_NUMBER.findall(f"{view.context} {view.prompt} {view.reference or ''}"))
+    return set(NUMBER.findall(f"{view.context} {view.prompt} {view.reference or ''}"))

@@ -1,2 +1,6 @@
-"""The static site: results files rendered to public/ (render, svg, markdown), rewritten only
-where inputs changed (incremental), and previewed live (serve)."""
+"""The static site: results files rendered to public/ (render, contexts, pages, svg, markdown),
+rewritten only where inputs changed (incremental). Previewing it live is konkord.stages.build.serve.
+
+May import: konkord.results, konkord.configuration, konkord.evidence, konkord.errors. Never
+providers, sim or stages (pyproject.toml's "The site renders the results file" contract).
+"""

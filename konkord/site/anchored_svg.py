@@ -12,7 +12,14 @@ from collections.abc import Callable, Sequence
 from markupsafe import Markup, escape
 
 from konkord.results.schema import AnchoredRating, Interval, ModelRating
-from konkord.site.svg import FOREST_PAD, FOREST_WIDTH, _num, _pct, _short, axis_parts
+from konkord.site.svg import (
+    FOREST_PAD,
+    FOREST_WIDTH,
+    axis_parts,
+    svg_label,
+    svg_number,
+    svg_percent,
+)
 
 ROW_HEIGHT = 50
 
@@ -21,12 +28,12 @@ def _line(iv: Interval, y: float, css: str, scale: Callable[[float], float]) -> 
     out = []
     if iv.low is not None and iv.high is not None:
         out.append(
-            f'<line x1="{_num(scale(iv.low))}" y1="{_num(y)}" x2="{_num(scale(iv.high))}" '
-            f'y2="{_num(y)}" class="interval {css}"/>'
+            f'<line x1="{svg_number(scale(iv.low))}" y1="{svg_number(y)}" x2="{svg_number(scale(iv.high))}" '
+            f'y2="{svg_number(y)}" class="interval {css}"/>'
         )
     if iv.estimate is not None:
         out.append(
-            f'<circle cx="{_num(scale(iv.estimate))}" cy="{_num(y)}" r="4.5" class="point {css}"/>'
+            f'<circle cx="{svg_number(scale(iv.estimate))}" cy="{svg_number(y)}" r="4.5" class="point {css}"/>'
         )
     return out
 
@@ -56,7 +63,7 @@ def anchored_plot(
     for index in range(len(rows)):
         band = "band-a" if index % 2 else "band-b"
         parts.append(
-            f'<rect x="0" y="{_num(top + ROW_HEIGHT * index)}" width="{width}" '
+            f'<rect x="0" y="{svg_number(top + ROW_HEIGHT * index)}" width="{width}" '
             f'height="{ROW_HEIGHT}" class="{band}"/>'
         )
     parts += axis_parts(x, top, axis_y)
@@ -64,13 +71,13 @@ def anchored_plot(
         row_top = top + ROW_HEIGHT * index
         j, p = judged.win_rate_vs_field, people.win_rate_vs_field
         summary = (
-            f"{judged.model}: judge {_pct(j.estimate)} ({_pct(j.low)} to {_pct(j.high)}); "
-            f"anchored to people {_pct(p.estimate)} ({_pct(p.low)} to {_pct(p.high)})"
+            f"{judged.model}: judge {svg_percent(j.estimate)} ({svg_percent(j.low)} to {svg_percent(j.high)}); "
+            f"anchored to people {svg_percent(p.estimate)} ({svg_percent(p.low)} to {svg_percent(p.high)})"
         )
         parts.append(f'<g class="row"><title>{escape(summary)}</title>')
         parts.append(
-            f'<text x="{FOREST_PAD}" y="{_num(row_top + 14)}" class="label">'
-            f"{escape(_short(judged.model, 54))}</text>"
+            f'<text x="{FOREST_PAD}" y="{svg_number(row_top + 14)}" class="label">'
+            f"{escape(svg_label(judged.model, 54))}</text>"
         )
         parts += _line(j, row_top + 26, "judge-only", x)
         parts += _line(p, row_top + 40, "people", x)

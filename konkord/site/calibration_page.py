@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from konkord.results.schema import Calibration, Disagreement, Results
+from konkord.site.folding import is_folded, notable
 from konkord.site.formatting import anchor
 
 AGREEMENT_KEYS = ("n", "picks_passing", "ties", "picks_failing", "rate", "low", "high")
@@ -77,17 +78,34 @@ def disagreements_by_task(
 def verdict_ids(
     results: Results, judge: str, items: Sequence[tuple[str, str, str]]
 ) -> dict[tuple[str, str, str], str]:
-    """The id of the verdict card each (task, model a, model b) item points to on its task page,
+    """Where the verdict card each (task, model a, model b) item points to is on its task page
+    (`#card`, or `verdicts/#card` when a folded page keeps it on its second page),
     under either order of the two models: a label or a tests result may name a pair the other
     way round from the judge's verdict, and the card's id follows the verdict. An item with no
     card has no entry (its link opens the task page at the top)."""
     wanted = {(task_id, frozenset((a, b))) for task_id, a, b in items}
+    wanted_tasks = {task_id for task_id, _ in wanted}
     ids: dict[tuple[str, str, str], str] = {}
     for task in results.tasks:
+        if task.id not in wanted_tasks:
+            continue
+        folded = is_folded(task)
         for c in task.comparisons:
-            if c.judge == judge and (task.id, frozenset((c.model_a, c.model_b))) in wanted:
+            pair = frozenset((c.model_a, c.model_b))
+            if c.judge == judge and (task.id, pair) in wanted:
                 card = anchor(judge, c.model_a, c.model_b)
-                ids[(task.id, c.model_a, c.model_b)] = ids[(task.id, c.model_b, c.model_a)] = card
+                # a folded task page shows this card only if the pair is notable
+                page = (
+                    "verdicts/"
+                    if folded
+                    and not notable(
+                        [d for d in task.comparisons if frozenset((d.model_a, d.model_b)) == pair]
+                    )
+                    else ""
+                )
+                ids[(task.id, c.model_a, c.model_b)] = ids[(task.id, c.model_b, c.model_a)] = (
+                    f"{page}#{card}"
+                )
     return ids
 
 

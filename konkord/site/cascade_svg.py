@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from markupsafe import Markup, escape
 
 from konkord.results.schema import Proportion, SelectiveRow
-from konkord.site.svg import _num
+from konkord.site.svg import svg_number
 
 WIDTH, HEIGHT = 520, 330
 LEFT, TOP, RIGHT, BOTTOM = 56, 16, 16, 44
@@ -41,12 +41,12 @@ def _point(
     out = [f'<g class="{css}"><title>{escape(tip)}</title>']
     if agreement.low is not None and agreement.high is not None:
         out.append(
-            f'<line x1="{_num(x)}" y1="{_num(_y(agreement.low))}" x2="{_num(x)}" '
-            f'y2="{_num(_y(agreement.high))}" class="interval"/>'
+            f'<line x1="{svg_number(x)}" y1="{svg_number(_y(agreement.low))}" x2="{svg_number(x)}" '
+            f'y2="{svg_number(_y(agreement.high))}" class="interval"/>'
         )
-    out.append(f'<circle cx="{_num(x)}" cy="{_num(y)}" r="{6 if chosen else 4}" class="point"/>')
+    out.append(f'<circle cx="{svg_number(x)}" cy="{svg_number(y)}" r="{6 if chosen else 4}" class="point"/>')
     if css == "both":
-        out.append(f'<text x="{_num(x + 7)}" y="{_num(y - 6)}" class="tick">{threshold:.2f}</text>')
+        out.append(f'<text x="{svg_number(x + 7)}" y="{svg_number(y - 6)}" class="tick">{threshold:.2f}</text>')
     return [*out, "</g>"]
 
 
@@ -60,20 +60,20 @@ def selective_plot(rows: Sequence[SelectiveRow], accept_at: float, title: str) -
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(
-            f'<line x1="{_num(_x(tick))}" y1="{TOP}" x2="{_num(_x(tick))}" '
+            f'<line x1="{svg_number(_x(tick))}" y1="{TOP}" x2="{svg_number(_x(tick))}" '
             f'y2="{HEIGHT - BOTTOM}" class="grid"/>'
-            f'<text x="{_num(_x(tick))}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" '
+            f'<text x="{svg_number(_x(tick))}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" '
             f'class="tick">{tick * 100:.0f}%</text>'
-            f'<line x1="{LEFT}" y1="{_num(_y(tick))}" x2="{WIDTH - RIGHT}" '
-            f'y2="{_num(_y(tick))}" class="grid"/>'
-            f'<text x="{LEFT - 6}" y="{_num(_y(tick) + 4)}" text-anchor="end" '
+            f'<line x1="{LEFT}" y1="{svg_number(_y(tick))}" x2="{WIDTH - RIGHT}" '
+            f'y2="{svg_number(_y(tick))}" class="grid"/>'
+            f'<text x="{LEFT - 6}" y="{svg_number(_y(tick) + 4)}" text-anchor="end" '
             f'class="tick">{tick * 100:.0f}%</text>'
         )
     parts.append(
-        f'<text x="{_num((LEFT + WIDTH - RIGHT) / 2)}" y="{HEIGHT - 8}" text-anchor="middle" '
+        f'<text x="{svg_number((LEFT + WIDTH - RIGHT) / 2)}" y="{HEIGHT - 8}" text-anchor="middle" '
         'class="label">share of pairs the first pass decides</text>'
-        f'<text x="14" y="{_num((TOP + HEIGHT - BOTTOM) / 2)}" text-anchor="middle" '
-        f'class="label" transform="rotate(-90 14 {_num((TOP + HEIGHT - BOTTOM) / 2)})">'
+        f'<text x="14" y="{svg_number((TOP + HEIGHT - BOTTOM) / 2)}" text-anchor="middle" '
+        f'class="label" transform="rotate(-90 14 {svg_number((TOP + HEIGHT - BOTTOM) / 2)})">'
         "agreement with people there</text>"
     )
     for row in rows:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from konkord import __version__
 from konkord.configuration.runs_config import RunEntry
 from konkord.errors import KonkordError
+from konkord.results.files import load_tasks, task_file_paths, task_files_of
 from konkord.results.schema import SCHEMA_VERSION, Results, read_results
 from konkord.site.incremental import Manifest, OutputWriter, input_hash
 from konkord.site.render import (
@@ -84,7 +85,7 @@ def load_results_fast(path: Path, data: bytes | None = None) -> Results:
         return read_results(path)
     if results.schema_version != SCHEMA_VERSION:
         return read_results(path)
-    return results
+    return load_tasks(path, results)
 
 
 @dataclass
@@ -337,7 +338,17 @@ def results_copy(run: LoadedRun) -> str:
 
 
 def copy_results(writer: OutputWriter, run: LoadedRun) -> None:
+    """The results file, and its task files when a large run has them (results/<run>.tasks/,
+    as the file's task_files names them: a browser that fetched the file finds them there)."""
     _copy_file(writer, run.path, results_copy(run), run.sha)
+    files = task_files_of(run.path.read_bytes())
+    if files is None:
+        return
+    for task_id, source in task_file_paths(run.path, files):
+        # The results file holds the hash of all its task files, so its hash and a task's id
+        # name that task file's bytes: a kept copy needs no reading.
+        digest = sha256(f"{run.sha}:{task_id}")
+        _copy_file(writer, source, f"results/{files.folder}/{task_id}.json", digest)
 
 
 def write_extras(writer: OutputWriter, templates_dir: Path, loaded: list[LoadedRun]) -> None:

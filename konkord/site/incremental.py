@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from konkord.evidence.atomic import write_atomic
+from konkord.evidence.atomic import write_bytes_if_changed
+from konkord.results.buildstamp import MANIFEST_NAME
+from konkord.site.limits import refuse_large_file
 from konkord.site.render import sha256
 
-MANIFEST_NAME = ".konkord-build.json"
 MANIFEST_FORMAT = 1
 
 
@@ -52,17 +53,6 @@ class Manifest:
         )
 
 
-def write_bytes_if_changed(path: Path, data: bytes) -> bool:
-    """Write atomically, and only when the bytes differ: an unchanged file keeps its mtime."""
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    write_atomic(path, data, durable=False)  # pages are rebuilt from the results
-    return True
-
-
 @dataclass
 class OutputWriter:
     """Writes a build's outputs against the previous manifest and counts what happened."""
@@ -84,7 +74,9 @@ class OutputWriter:
         self.unchanged += 1
 
     def write(self, path: str, data: bytes, digest: str) -> None:
-        """Record an output and write it if its bytes changed."""
+        """Record an output and write it if its bytes changed; one too large to serve is
+        refused."""
+        refuse_large_file(self.out / path, len(data), "Nothing this large can be deployed")
         self.current.outputs[path] = digest
         if write_bytes_if_changed(self.out / path, data):
             self.written.append(path)

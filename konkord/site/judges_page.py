@@ -9,10 +9,16 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from konkord.results.judges_table import PANEL, JudgeTable, judge_table
+from konkord.results.judges_table import (
+    PANEL,
+    JudgeTable,
+    judge_table,
+    latency,
+    money_per_1000,
+    split_text,
+)
 from konkord.results.schema import Kappa, Proportion, Results, TaskMean
 from konkord.site.formatting import justified_digits
-from konkord.stages.report.judges_print import latency, money_per_1000, split_text
 
 # Distinct on white and for the common colour-vision deficiencies (Okabe-Ito), then greys.
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000", "#999999")

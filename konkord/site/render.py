@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,15 @@ from konkord.site.environment import (
     sha256,
     template_hash,
 )
+from konkord.site.folding import is_folded
 from konkord.site.judges_page import judges_across_runs, judges_context
 from konkord.site.markdown import render_markdown
 from konkord.site.summary import RunSummary
-from konkord.site.task_pages import task_context, tasks_index_context
+from konkord.site.task_pages import (
+    other_verdicts_context,
+    task_context,
+    tasks_index_context,
+)
 
 # Re-exported: build.py, generate.py, serve.py and the tests import these from here.
 __all__ = [
@@ -76,8 +81,9 @@ def _root(depth: int) -> str:
     return "../" * depth or "./"
 
 
-def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> list[PagePlan]:
-    """Every page of one run, contexts complete, nothing rendered yet."""
+def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> Iterator[PagePlan]:
+    """Every page of one run, contexts complete, nothing rendered yet: one at a time, so a
+    task page's context (190 pairs at 20 models) is gone once its page is written."""
     run = results.run
     header = {**run_header(results), "nav": site_nav(content)}
 
@@ -94,8 +100,8 @@ def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> list
         }
         return PagePlan(path, template, context, used)
 
-    pages = [
-        page(f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results)),
+    yield page(f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results))
+    yield from [
         page(
             f"{run}/methodology/index.html",
             "methodology.html",
@@ -113,15 +119,16 @@ def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> list
         page(f"{run}/tasks/index.html", "tasks.html", "tasks", tasks_index_context(results)),
     ]
     for index, task in enumerate(results.tasks):
-        pages.append(
-            page(
-                f"{run}/tasks/{task.id}/index.html",
-                "task.html",
-                "tasks",
-                task_context(results, index),
-            )
+        yield page(
+            f"{run}/tasks/{task.id}/index.html", "task.html", "tasks", task_context(results, index)
         )
-    return pages
+        if is_folded(task):
+            yield page(
+                f"{run}/tasks/{task.id}/verdicts/index.html",
+                "task_verdicts.html",
+                "tasks",
+                other_verdicts_context(results, index),
+            )
 
 
 def plan_site_pages(

@@ -28,17 +28,17 @@ class ForestRow:
     group: int
 
 
-def _num(value: float) -> str:
+def svg_number(value: float) -> str:
     """Coordinates rounded to a tenth: small files, and byte-identical output across runs."""
     text = f"{value:.1f}"
     return text[:-2] if text.endswith(".0") else text
 
 
-def _pct(value: float | None) -> str:
+def svg_percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def _short(label: str, limit: int = 30) -> str:
+def svg_label(label: str, limit: int = 30) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
@@ -59,14 +59,14 @@ def axis_parts(
         css = "mid" if tick == 0.5 else "grid"
         dash = ' stroke-dasharray="5 3"' if tick == 0.5 else ""
         parts.append(
-            f'<line x1="{_num(x(tick))}" y1="{_num(top)}" x2="{_num(x(tick))}" '
-            f'y2="{_num(bottom)}" class="{css}"{dash}/>'
-            f'<text x="{_num(x(tick))}" y="{_num(bottom + 18)}" text-anchor="middle" '
+            f'<line x1="{svg_number(x(tick))}" y1="{svg_number(top)}" x2="{svg_number(x(tick))}" '
+            f'y2="{svg_number(bottom)}" class="{css}"{dash}/>'
+            f'<text x="{svg_number(x(tick))}" y="{svg_number(bottom + 18)}" text-anchor="middle" '
             f'class="tick">{tick * 100:.0f}%</text>'
         )
     if label_mid:
         parts.append(
-            f'<text x="{_num(x(0.5) + 4)}" y="{_num(top - 3)}" class="tick mid-label">'
+            f'<text x="{svg_number(x(0.5) + 4)}" y="{svg_number(top - 3)}" class="tick mid-label">'
             "50%: an average opponent</text>"
         )
     return parts
@@ -96,27 +96,27 @@ def forest_plot(rows: Sequence[ForestRow], title: str) -> Markup:
     for index, row in enumerate(rows):
         band = "band-a" if row.group % 2 else "band-b"
         parts.append(
-            f'<rect x="0" y="{_num(top + FOREST_ROW * index)}" width="{width}" '
+            f'<rect x="0" y="{svg_number(top + FOREST_ROW * index)}" width="{width}" '
             f'height="{FOREST_ROW}" class="{band}"/>'
         )
     parts += axis_parts(x, top, axis_y)
     for index, row in enumerate(rows):
         y0 = top + FOREST_ROW * index
         y = y0 + 28
-        summary = f"{row.label}: {_pct(row.estimate)} ({_pct(row.low)} to {_pct(row.high)})"
+        summary = f"{row.label}: {svg_percent(row.estimate)} ({svg_percent(row.low)} to {svg_percent(row.high)})"
         parts.append(f'<g class="row"><title>{escape(summary)}</title>')
         parts.append(
-            f'<text x="{FOREST_PAD}" y="{_num(y0 + 14)}" class="label">'
-            f"{escape(_short(row.label, 54))}</text>"
+            f'<text x="{FOREST_PAD}" y="{svg_number(y0 + 14)}" class="label">'
+            f"{escape(svg_label(row.label, 54))}</text>"
         )
         if row.low is not None and row.high is not None:
             parts.append(
-                f'<line x1="{_num(x(row.low))}" y1="{_num(y)}" x2="{_num(x(row.high))}" '
-                f'y2="{_num(y)}" class="interval"/>'
+                f'<line x1="{svg_number(x(row.low))}" y1="{svg_number(y)}" x2="{svg_number(x(row.high))}" '
+                f'y2="{svg_number(y)}" class="interval"/>'
             )
         if row.estimate is not None:
             parts.append(
-                f'<circle cx="{_num(x(row.estimate))}" cy="{_num(y)}" r="5" class="point"/>'
+                f'<circle cx="{svg_number(x(row.estimate))}" cy="{svg_number(y)}" r="5" class="point"/>'
             )
         parts.append("</g>")
     parts.append("</svg>")
@@ -160,13 +160,13 @@ def heatmap(
     ]
     for j in range(n):
         parts.append(
-            f'<text x="{_num(left + cell * j + cell / 2)}" y="{top - 8}" text-anchor="middle" '
+            f'<text x="{svg_number(left + cell * j + cell / 2)}" y="{top - 8}" text-anchor="middle" '
             f'class="tick">{j + 1}</text>'
         )
     for i, row_label in enumerate(labels):
         y = top + cell * i
         parts.append(
-            f'<text x="{left - 8}" y="{_num(y + cell / 2 + 4)}" text-anchor="end" '
+            f'<text x="{left - 8}" y="{svg_number(y + cell / 2 + 4)}" text-anchor="end" '
             f'class="label">{i + 1}</text>'
         )
         for j in range(n):
@@ -175,10 +175,10 @@ def heatmap(
                 p = None
             colour = _cell_colour(p)
             text_class = "cell-dark" if p is not None and abs(p - 0.5) > 0.3 else "cell-light"
-            shown = "" if i == j else _pct(p)
+            shown = "" if i == j else svg_percent(p)
             marked = bool(supported and i != j and supported[i][j])
             tip = (
-                f"P({row_label} above {labels[j]}) = {_pct(p)}"
+                f"P({row_label} above {labels[j]}) = {svg_percent(p)}"
                 + ("; supported ordering" if marked else "")
                 if i != j
                 else f"{row_label} (itself)"
@@ -188,7 +188,7 @@ def heatmap(
                 f"<g><title>{escape(tip)}</title>"
                 f'<rect x="{left + cell * j}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
                 f'fill="{colour}"{outline}/>'
-                f'<text x="{_num(left + cell * j + cell / 2 - 1)}" y="{_num(y + cell / 2 + 3)}" '
+                f'<text x="{svg_number(left + cell * j + cell / 2 - 1)}" y="{svg_number(y + cell / 2 + 3)}" '
                 f'text-anchor="middle" class="{text_class}">{shown}</text></g>'
             )
     parts.append("</svg>")

@@ -6,6 +6,7 @@ from typing import Any
 
 from konkord.results.schema import ComparisonView, Results, TaskView
 from konkord.site.contexts import judge_sections
+from konkord.site.folding import is_folded, notable
 from konkord.site.formatting import anchor
 from konkord.site.markdown import summary_line
 
@@ -34,11 +35,19 @@ def tasks_index_context(results: Results) -> dict[str, Any]:
     return {"rows": rows}
 
 
-def task_context(results: Results, index: int) -> dict[str, Any]:
-    task = results.tasks[index]
+def _by_pair(task: TaskView) -> dict[frozenset[str], list[ComparisonView]]:
+    verdicts: dict[frozenset[str], list[ComparisonView]] = {}
+    for comparison in task.comparisons:
+        verdicts.setdefault(frozenset((comparison.model_a, comparison.model_b)), []).append(
+            comparison
+        )
+    return verdicts
+
+
+def _groups(results: Results, comparisons: list[ComparisonView]) -> list[dict[str, Any]]:
     judge_ids = {s["block"].judge: s["id"] for s in judge_sections(results)}
     by_judge: dict[str, list[Any]] = {}
-    for comparison in task.comparisons:
+    for comparison in comparisons:
         by_judge.setdefault(comparison.judge, []).append(comparison)
     groups = [
         {"judge": judge, "id": judge_ids.get(judge, anchor("judge", judge)), "comparisons": items}
@@ -46,15 +55,40 @@ def task_context(results: Results, index: int) -> dict[str, Any]:
     ]
     for number, group in enumerate(groups):
         group["open"] = number == 0
+    return groups
+
+
+def task_context(results: Results, index: int) -> dict[str, Any]:
+    task = results.tasks[index]
+    folded = is_folded(task)
+    by_pair = _by_pair(task)
+    shown = [
+        c
+        for c in task.comparisons
+        if not folded or notable(by_pair[frozenset((c.model_a, c.model_b))])
+    ]
     previous_task = results.tasks[index - 1].id if index > 0 else None
     next_task = results.tasks[index + 1].id if index + 1 < len(results.tasks) else None
     return {
         "task": task,
-        "groups": groups,
-        "pairs": answer_pairs(task),
+        "groups": _groups(results, shown),
+        "pairs": answer_pairs(task, folded),
+        "folded": folded,
+        "others": len(task.comparisons) - len(shown),
         "previous_task": previous_task,
         "next_task": next_task,
     }
+
+
+def other_verdicts_context(results: Results, index: int) -> dict[str, Any]:
+    """The second page of a folded task: the verdicts on the pairs its page does not show."""
+    task = results.tasks[index]
+    by_pair = _by_pair(task)
+    rest = [c for c in task.comparisons if not notable(by_pair[frozenset((c.model_a, c.model_b))])]
+    groups = _groups(results, rest)
+    for group in groups:
+        group["open"] = True
+    return {"task": task, "groups": groups}
 
 
 # A pair view repeats its two answers; longer ones are linked instead, so a page of n answers
@@ -62,15 +96,12 @@ def task_context(results: Results, index: int) -> dict[str, Any]:
 PAIR_TEXT_LIMIT = 20_000
 
 
-def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
+def answer_pairs(task: TaskView, folded: bool = False) -> list[dict[str, Any]]:
     """Every pair of answers, to read side by side with every judge's verdict on it (one pair
-    at a time: the page shows the pair its address names, `#pair-...`, with no script)."""
+    at a time: the page shows the pair its address names, `#pair-...`, with no script). On a
+    folded page only the notable pairs repeat their answers; the others link to them."""
     answers = {answer.model: answer for answer in task.answers}
-    verdicts: dict[frozenset[str], list[ComparisonView]] = {}
-    for comparison in task.comparisons:
-        verdicts.setdefault(frozenset((comparison.model_a, comparison.model_b)), []).append(
-            comparison
-        )
+    verdicts = _by_pair(task)
     pairs = []
     for i, first in enumerate(task.answers):
         for second in task.answers[i + 1 :]:
@@ -83,18 +114,21 @@ def answer_pairs(task: TaskView) -> list[dict[str, Any]]:
             labels = list(
                 {(lab.labeller, lab.winner): lab for c in judged for lab in c.labels}.values()
             )
+            shown = not folded or notable(judged)
             pairs.append(
                 {
                     "id": pair_anchor(left, right),
+                    "notable": shown and folded,
+                    # where each verdict's card is: on this page, or on the other verdicts' page
+                    "cards": "" if shown else "verdicts/",
                     "model_a": left,
                     "model_b": right,
                     "answer_a": answers[left],
                     "answer_b": answers[right],
                     "verdicts": judged,
                     "labels": labels,
-                    "inline": all(
-                        len(answers[m].text or "") <= PAIR_TEXT_LIMIT for m in (left, right)
-                    ),
+                    "inline": shown
+                    and all(len(answers[m].text or "") <= PAIR_TEXT_LIMIT for m in (left, right)),
                 }
             )
     return pairs

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.budget import Estimate, estimate_calls
-from konkord.providers.calls import CallSettings
 from konkord.providers.deployments import Deployments
 
 

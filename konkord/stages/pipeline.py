@@ -15,7 +15,7 @@ from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.door import check_options, make_client
-from konkord.providers.llm import is_offline_model
+from konkord.providers.loading import is_offline_model
 from konkord.stages.report.report import ReportOptions, build_results, inputs_digest
 from konkord.stages.run import answers_to_make
 

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from konkord.configuration.suite import Suite, Task
-from konkord.errors import KonkordError
+from konkord.errors import KonkordError, NotLaunched
 from konkord.evidence.log import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.evidence.stopping import one_writer
-from konkord.providers.calls import NotLaunched
 from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
 
 

@@ -19,6 +19,9 @@ Modules:
     judges       judges compared: consensus match (leave one judge out), per-task consistency,
                  length preference
     simfield     simulated fields with known strengths (tests, benchmarks, `simulate`)
+
+May import: numpy, scipy and itself; nothing else of konkord (pyproject.toml's "Statistics
+are pure" contract).
 """
 
 from .bt import (

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from .bt import FloatArray, ModelVector, comparisons, fit_bt_wins
 from .ppi import AnchoredData, anchored_bootstrap, anchored_data
 from .resample import bootstrap
-from .simfield import _better_is_i, _strengths, better_probability
+from .simfield import better_probability, draw_outcomes, draw_strengths
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ def simulate_biased_judge_field(
 ) -> BiasedJudgeField:
     """Draw a field, a judge biased by `bias` logits toward model `favoured`, and labels."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    beta = _strengths(rng, n_models, strength, spread)
-    task, i, j, better_i = _better_is_i(rng, beta, n_tasks, task_effect_sd)
+    beta = draw_strengths(rng, n_models, strength, spread)
+    task, i, j, better_i = draw_outcomes(rng, beta, n_tasks, task_effect_sd)
     n = task.size
     if not 0 < n_labels <= n:
         raise ValueError(f"n_labels must be in 1..{n}, got {n_labels}")

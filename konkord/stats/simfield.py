@@ -63,7 +63,7 @@ def expected_score(strength: ModelVector, task_effect_sd: float, tie_rate: float
     return score
 
 
-def _strengths(
+def draw_strengths(
     rng: np.random.Generator, n_models: int, strength: npt.ArrayLike | None, spread: float
 ) -> ModelVector:
     if strength is None:
@@ -76,7 +76,7 @@ def _strengths(
     return out
 
 
-def _better_is_i(
+def draw_outcomes(
     rng: np.random.Generator, beta: ModelVector, n_tasks: int, task_effect_sd: float
 ) -> tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]]:
     """Every pair (i < j) on every task, and whether i's answer is the better one."""
@@ -104,8 +104,8 @@ def simulate_field(
 ) -> SimulatedField:
     """Draw one field: strengths N(0, spread^2) unless given, one outcome per pair per task."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    beta = _strengths(rng, n_models, strength, spread)
-    task, i, j, better = _better_is_i(rng, beta, n_tasks, task_effect_sd)
+    beta = draw_strengths(rng, n_models, strength, spread)
+    task, i, j, better = draw_outcomes(rng, beta, n_tasks, task_effect_sd)
     score = better.astype(np.float64)
     if tie_rate > 0.0:
         score[rng.random(task.size) < tie_rate] = 0.5
@@ -172,8 +172,8 @@ def simulate_judged_field(
 ) -> JudgedField:
     """Draw a field, judge every pair in both orders, and combine the two calls."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    beta = _strengths(rng, n_models, strength, spread)
-    task, i, j, better_i = _better_is_i(rng, beta, n_tasks, task_effect_sd)
+    beta = draw_strengths(rng, n_models, strength, spread)
+    task, i, j, better_i = draw_outcomes(rng, beta, n_tasks, task_effect_sd)
     n = task.size
     # Column 0: i shown first; column 1: j shown first. Score of the first-shown answer.
     first_is_better = np.stack([better_i, ~better_i], axis=1)

@@ -1,3 +1,7 @@
-"""The build stage: bring runs up to date and render the site,
-serve it with live reload, publish a run.
+"""The build stage: every run brought up to date and the site rendered; serve and publish.
+
+Owns: the build (build), the live preview server that rebuilds on change (serve), and a run
+added to the published list (publish).
+
+May import: stages.pipeline and every stage below it, and every layer below stages.
 """

@@ -17,9 +17,11 @@ from konkord.configuration.runspec import RUNS_ROOT, RunSpec, spec_from_entry
 from konkord.errors import KonkordError
 from konkord.evidence.paths import require_folder_inside, require_state_inside
 from konkord.results import buildstamp
+from konkord.results.files import task_file_paths, task_files_of
 from konkord.results.schema import SCHEMA_VERSION, read_results
 from konkord.site.generate import LoadedRun, SiteRenderer, render_runs, write_extras
 from konkord.site.incremental import Manifest, OutputWriter
+from konkord.site.limits import count_files, refuse_large_file, refuse_large_results
 from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
 
 Progress = Callable[[str], None]
@@ -181,6 +183,12 @@ def load_runs_checked(
             )
             continue
         data = path.read_bytes()
+        refuse_large_results(path, len(data), entry.name)
+        files = task_files_of(data)
+        if files is not None:
+            for _, task_path in task_file_paths(path, files):
+                size = task_path.stat().st_size if task_path.is_file() else 0
+                refuse_large_file(task_path, size, "Split the task or shorten its answers")
         sha = sha256(data)
         cached = manifest.runs.get(entry.name, {})
         if (
@@ -243,6 +251,9 @@ def build_site(
         }
     renderer.site_pages([run.summary for run in loaded])
     write_extras(writer, templates_dir, loaded)
+    too_many = count_files(writer.current.outputs)
+    if too_many:
+        report(too_many)
     writer.finish()
     if notes:  # something was left undone: the next build must look again
         buildstamp.forget(out, runs_file, templates_dir, content_dir)

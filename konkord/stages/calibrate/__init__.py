@@ -1,3 +1,8 @@
-"""The calibrate stage: the judge against people's labels,
-agreement figures, the method sentences, and the terminal printout.
+"""The calibrate stage: each judge against people's labels.
+
+Owns: the calibration blocks (calibrate), agreement between judge and people and between people
+(calibrate_agreement), the method sentences and captions (methods), the terminal printout
+(calibrate_print).
+
+May import: stages.judge and every stage below it, and every layer below stages.
 """

@@ -36,14 +36,12 @@ from konkord.stages.judge.judge import (
     JudgeSummary,
     JudgeTally,
     ProgressCallback,
-    _items,
-    _record_prompt,
-    failed_keys,
     judge_run,
     preflight,
 )
 from konkord.stages.judge.judge_call import ask_judge, judge_messages, judge_settings, message_sha
 from konkord.stages.judge.judge_summary import tally_consistency
+from konkord.stages.judge.owed import done_keys, failed_keys, judge_items, record_prompt
 
 TOP_LOGPROBS = 5
 
@@ -54,7 +52,7 @@ def supports_logprobs(model: str, api_base: str | None = None) -> bool:
         return True
     if model.startswith("sim/"):
         return False
-    from konkord.providers.llm import load_litellm
+    from konkord.providers.loading import load_litellm
 
     litellm = load_litellm()
     try:
@@ -155,7 +153,7 @@ async def first_pass_run(
     log = EvidenceLog(spec.run_dir)
     system_prompt = compose_system_prompt(spec.suite)
     fhash = frame_hash(system_prompt)
-    items, _ = _items(spec, log, (plan.first_pass,))
+    items, _ = judge_items(spec, log, (plan.first_pass,))
     tally = JudgeTally(plan.first_pass)
     done = _first_pass_done(spec, log, plan, items)
     tally.already_recorded = len(done)
@@ -164,7 +162,7 @@ async def first_pass_run(
     # from the cache.
     unreadable = failed_keys(log, plan.first_pass, fhash)
     if todo:
-        _record_prompt(log, spec, system_prompt, plan.first_pass)
+        record_prompt(log, spec, system_prompt, plan.first_pass)
     gate = asyncio.Semaphore(max(1, concurrency))
     finished = len(items) - len(todo)
     if on_progress:
@@ -211,7 +209,7 @@ def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
     log = EvidenceLog(spec.run_dir)
     pairs = cascade_pairs(spec, log, plan)
     accepted = {k for k, ok in zip(pairs.keys, pairs.accepted, strict=True) if ok}
-    items, _ = _items(spec, log, (plan.strong,))
+    items, _ = judge_items(spec, log, (plan.strong,))
     every = {(i.task.id, i.model_a, i.model_b) for i in items}
     return (every - accepted) | (audit_pairs(spec, log) & every)
 
@@ -224,16 +222,15 @@ def cascade_for(spec: RunSpec, judge: str) -> CascadePlan | None:
 
 def missing_calls(spec: RunSpec, plan: CascadePlan) -> int:
     """Calls the cascade still owes: the first pass's, then the strong judge's on its pairs."""
-    from konkord.stages.judge.judge import _done_keys
 
     log = EvidenceLog(spec.run_dir)
     fhash = frame_hash(compose_system_prompt(spec.suite))
-    first_items, _ = _items(spec, log, (plan.first_pass,))
+    first_items, _ = judge_items(spec, log, (plan.first_pass,))
     owed = len(first_items) - len(_first_pass_done(spec, log, plan, first_items))
     wanted = strong_pairs(spec, plan)
-    strong_items, _ = _items(spec, log, (plan.strong,))
+    strong_items, _ = judge_items(spec, log, (plan.strong,))
     strong_items = [i for i in strong_items if (i.task.id, i.model_a, i.model_b) in wanted]
-    return owed + len(strong_items) - len(_done_keys(spec, log, plan.strong, fhash, strong_items))
+    return owed + len(strong_items) - len(done_keys(spec, log, plan.strong, fhash, strong_items))
 
 
 @one_writer("judge", lambda spec, *args, **kwargs: spec.run_dir)

@@ -35,7 +35,7 @@ class CascadePlan:
     @property
     def samples(self) -> int | None:
         """N for `samples:N`, None for log-probabilities."""
-        from konkord.providers.confidence import parse_confidence
+        from konkord.configuration.runs_config import parse_confidence
 
         return parse_confidence(self.confidence)
 

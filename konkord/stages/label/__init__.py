@@ -2,6 +2,10 @@
 
 `konkord.stages.label.sample` and `konkord.stages.label.labels` are light to import (no streamlit, no
 litellm): calibrate and report read labels and the comparison pool through them.
+
+Also owns the simulated labellers of demo runs (simulated). Label is a stage: it reads a run's
+answers through stages.run. May import: stages.run, stages.current and every layer below
+stages.
 """
 
 from konkord.stages.label.labels import (

@@ -1,3 +1,9 @@
-"""The report stage: the results file computed from the evidence,
-its rankings, anchored estimates, judge panel, freshness digest and terminal printout.
+"""The report stage: the results file computed from the evidence, and its printout.
+
+Owns: the results file built (report), the ranking and judge blocks (report_ranking), anchored
+estimates with people's labels (report_anchored), per-task views (report_views), the judge panel
+(judges), the freshness digest (freshness), and the terminal printouts (report_print,
+judges_print).
+
+May import: stages.calibrate and every stage below it, and every layer below stages.
 """

@@ -5,7 +5,14 @@ people's reference line, and the panel ranking beside each judge's own."""
 from __future__ import annotations
 
 from konkord.results import schema as R
-from konkord.results.judges_table import PANEL, JudgeRow, JudgeTable
+from konkord.results.judges_table import (
+    PANEL,
+    JudgeRow,
+    JudgeTable,
+    latency,
+    money_per_1000,
+    split_text,
+)
 
 
 def _pct(p: R.Proportion | R.TaskMean | None, digits: int = 0) -> str:
@@ -37,24 +44,6 @@ def _kappa(k: R.Kappa | None) -> str:
     if k.low is None or k.high is None:
         return f"{k.value:.3f}"
     return f"{k.value:.3f} (95% CI {k.low:.3f} to {k.high:.3f})"
-
-
-def split_text(p: R.Proportion) -> str:
-    """The positional split as "68/32": first-shown against second-shown wins, in percent."""
-    if p.rate is None:
-        return "n/a"
-    first = round(100 * p.rate)
-    return f"{first}/{100 - first}"
-
-
-def money_per_1000(row: JudgeRow) -> str:
-    if not row.cost_recorded:
-        return "n/a"
-    return "unknown" if row.cost_per_1000 is None else f"${row.cost_per_1000:.2f}"
-
-
-def latency(row: JudgeRow) -> str:
-    return "n/a" if row.median_latency_s is None else f"{row.median_latency_s:.2f}s"
 
 
 HEADER = (

@@ -20,7 +20,7 @@ from konkord.evidence.verdicts import (
     judges_in_log,
     load_verdicts,
 )
-from konkord.providers.llm import is_offline_model
+from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.calibrate.methods import describe

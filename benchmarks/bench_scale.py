@@ -1,0 +1,205 @@
+"""Benchmark a leaderboard-size run end to end: run, judge, report and build at 20 models.
+
+The project: one run of --models sim models (default 20) on --tasks distinct tasks (the goal is
+1,000; on a shared 2-core machine use what fits, e.g. 200 or 400, and say so), one sim judge, both
+orders of every pair: 20 models x 1,000 tasks are 190,000 pairs and 380,000 judge calls.
+
+`run` and `judge` are timed for real on the first --judged tasks (all of them by default). On a
+shared machine judging 380,000 simulated calls takes long, so with --judged K < --tasks the
+evidence of those K tasks is then repeated under new task ids (each copy's prompt is its
+original's, so every record stays current) until the run has --tasks tasks, and `report` and
+`build` are timed on that: the same records, files and pages a judged run of that size has.
+
+Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
+(VmHWM of the main process, and the largest peak of any worker process it started). With
+--baseline DIR (a checkout of an earlier konkord, e.g. `git archive d6c4d46 | tar -x -C DIR`),
+the same steps run with that code on a copy of the same project, in the same session, so the two
+columns are measured under the same load. Then the site: its largest file, its total size and
+file count, the leaderboard's data, and the largest task page.
+
+Aims on a 2-core machine: report under 5 s and 500 MB; build under 20 s and 1 GB; the largest
+file under public/ under 25 MiB (Cloudflare's limit per file).
+
+    python benchmarks/bench_scale.py [--tasks 200] [--judged 30] [--models 20] [--baseline DIR]
+    python benchmarks/bench_scale.py --keep /tmp/scale   # keep the project to look at
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+# `konkord ...` exactly as the console script runs it, then the peaks on stderr's last line.
+KONKORD = """
+import json, resource, sys
+def peaks():
+    hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    sys.stderr.write("\\n" + json.dumps({"main_mib": hwm / 1024, "workers_mib": workers / 1024}))
+from konkord.cli import main
+sys.argv = ["konkord", *sys.argv[1:]]
+try:
+    main()
+finally:
+    peaks()
+"""
+
+STEPS: dict[str, tuple[str, ...]] = {
+    "run": ("run", "--run", "big", "--concurrency", "64"),
+    "judge": ("judge", "--run", "big", "--concurrency", "64"),
+    "report": ("report", "--run", "big"),
+    "build": ("build", "--offline"),
+}
+
+
+def konkord(root: Path, code: Path, *args: str) -> dict[str, float | str]:
+    """One whole `konkord` process in `root` with the konkord package found in `code`."""
+    env = dict(os.environ, PYTHONPATH=str(code), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", KONKORD, *args], cwd=root, capture_output=True, text=True, env=env
+    )
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"konkord {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    peaks = json.loads(result.stderr.strip().splitlines()[-1])
+    lines = result.stdout.strip().splitlines()
+    return {"wall": wall, **peaks, "line": lines[-1] if lines else ""}
+
+
+def write_suite(root: Path, n_tasks: int, distinct: int) -> None:
+    """Tasks task-0000... whose prompts repeat every `distinct` tasks."""
+    tasks = [
+        {
+            "id": f"task-{k:04d}",
+            "prompt": f"Explain item {k % distinct} of the list in a few sentences.",
+        }
+        for k in range(n_tasks)
+    ]
+    suite = {"name": "big", "rubric": "Prefer the correct, complete answer.", "tasks": tasks}
+    (root / "suites").mkdir(exist_ok=True)
+    (root / "suites" / "big.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+
+
+def repeat_evidence(root: Path, judged: int, n_tasks: int) -> None:
+    """The evidence of the first `judged` tasks copied under new task ids up to `n_tasks`."""
+    write_suite(root, n_tasks, judged)
+    for stream in ("answers", "verdicts"):
+        path = root / "runs" / "big" / f"{stream}.jsonl"
+        records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+        with open(path, "a") as log:
+            for k in range(judged, n_tasks):
+                source = f"task-{k % judged:04d}"
+                for record in records:
+                    if record["task_id"] == source:
+                        log.write(json.dumps({**record, "task_id": f"task-{k:04d}"}) + "\n")
+
+
+def make_project(root: Path, code: Path, n_tasks: int, n_models: int) -> None:
+    """A suite of distinct tasks and one run of sim models and a sim judge in runs.json."""
+    for folder in ("templates", "content"):
+        shutil.copytree(code / folder, root / folder)
+    write_suite(root, n_tasks, n_tasks)
+    models = [
+        f"sim/m{i:02d}:strength={1.5 - 3.0 * i / max(1, n_models - 1):.2f}" for i in range(n_models)
+    ]
+    entry = {
+        "name": "big",
+        "suite": "suites/big.yaml",
+        "models": models,
+        "judges": ["sim-judge/referee:accuracy=0.85,position_bias=0.6,tie_rate=0.15"],
+        "results": "results/big.json",
+    }
+    (root / "runs.json").write_text(json.dumps({"runs": [entry]}, indent=1))
+
+
+def site_figures(public: Path) -> str:
+    """The largest file under public/, the total, the file count and the largest task page."""
+    files = [p for p in public.rglob("*") if p.is_file()]
+    largest = max(files, key=lambda p: p.stat().st_size)
+    total = sum(p.stat().st_size for p in files)
+    data = [p for p in files if p.suffix == ".json" and "results" in p.parts]
+    pages = [p for p in files if "tasks" in p.parts and p.name == "index.html"]
+    biggest_page = max((p.stat().st_size for p in pages), default=0)
+    return (
+        f"largest file {largest.relative_to(public)} {largest.stat().st_size / 2**20:.1f} MiB; "
+        f"{len(files)} files, {total / 1e6:.0f} MB; results data "
+        f"{sum(p.stat().st_size for p in data) / 1e6:.1f} MB in {len(data)} files; largest "
+        f"task page {biggest_page / 1e3:.0f} KB"
+    )
+
+
+def figure(result: dict[str, float | str]) -> str:
+    mib = max(float(result["main_mib"]), float(result["workers_mib"]))
+    return f"{float(result['wall']):6.1f} s {mib:6.0f} MiB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--models", type=int, default=20)
+    parser.add_argument(
+        "--judged", type=int, help="tasks run and judged for real (default: all); the rest copies"
+    )
+    parser.add_argument("--baseline", type=Path, help="an earlier konkord checkout to compare")
+    parser.add_argument(
+        "--code", type=Path, default=REPO, help="the konkord checkout measured [this one]"
+    )
+    parser.add_argument("--keep", type=Path, help="make the projects here and keep them")
+    parser.add_argument(
+        "--steps", default="run,judge,report,build", help="comma-separated steps to time"
+    )
+    args = parser.parse_args()
+    steps = args.steps.split(",")
+    codes = {"this": args.code.resolve()}
+    if args.baseline:
+        codes["baseline"] = args.baseline.resolve()
+    judged = min(args.judged or args.tasks, args.tasks)
+    pairs = args.models * (args.models - 1) // 2
+
+    def sizes(tasks: int) -> str:
+        return (
+            f"{args.models} models x {tasks} tasks: {args.models * tasks:,} answers, "
+            f"{pairs * tasks:,} pairs, {2 * pairs * tasks:,} judge calls"
+        )
+
+    print(f"{sizes(args.tasks)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if judged < args.tasks:
+        print(f"run and judge on {sizes(judged)}; their evidence repeated up to {args.tasks} tasks")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = args.keep or Path(tmp)
+        roots = {name: base / name for name in codes}
+        for name, code in codes.items():
+            shutil.rmtree(roots[name], ignore_errors=True)
+            roots[name].mkdir(parents=True)
+            make_project(roots[name], code, judged, args.models)
+        results: dict[str, dict[str, dict[str, float | str]]] = {n: {} for n in codes}
+        for step in steps:
+            if step == "report" and judged < args.tasks:
+                for name in codes:
+                    repeat_evidence(roots[name], judged, args.tasks)
+            for name, code in codes.items():
+                results[name][step] = konkord(roots[name], code, *STEPS[step])
+            row = "   ".join(f"{name}: {figure(results[name][step])}" for name in codes)
+            print(f"{step:<7} {row}   ({results['this'][step]['line'][:100]})", flush=True)
+        if "build" in steps:
+            for name in codes:
+                print(f"site ({name}): {site_figures(roots[name] / 'public')}")
+        verdicts = roots["this"] / "runs" / "big" / "verdicts.jsonl"
+        if verdicts.exists():
+            print(f"verdict log {verdicts.stat().st_size / 1e6:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

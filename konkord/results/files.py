@@ -1,0 +1,172 @@
+"""A results file's tasks on disk: inline in the file, or one file per task beside it.
+
+Twenty models on 1,000 tasks are 190 pairs a task, and every pair's verdicts and rationales in one
+file make it about 190 MB: more than a browser wants to fetch and more than a static host serves
+(Cloudflare takes at most 25 MiB per file; GitHub refuses files over 100 MB). Past
+INLINE_TASKS_MAX of task JSON, `report` writes each task to `<run>.tasks/<task>.json` next to the
+results file, which keeps the rest (ratings, intervals, diagnostics, calibration: the leaderboard)
+and `task_files`: the folder, the task ids in order and a hash of the task files' bytes. Reading
+puts the tasks back, so every consumer sees one `Results`; a file written whole (every file
+before this layout) reads as it always did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol, Self, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from konkord.errors import KonkordError
+from konkord.evidence.atomic import fsync_dir, write_atomic
+from konkord.results.tasks import TaskFiles, TaskView
+
+
+class TasksHolder(Protocol):
+    """What this module needs of a results file (konkord.results.schema.Results), named here
+    so that the schema, which writes and reads through this module, is not imported back."""
+
+    @property
+    def run(self) -> str: ...
+    @property
+    def tasks(self) -> list[TaskView]: ...
+    @property
+    def task_files(self) -> TaskFiles | None: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
+    def model_dump_json(self, *, indent: int | None = None) -> str: ...
+
+
+ResultsT = TypeVar("ResultsT", bound=TasksHolder)
+
+# Tasks whose JSON is larger than this go to files of their own: the leaderboard's data stays
+# well under 5 MB and each task file is a few hundred KB at 20 models.
+INLINE_TASKS_MAX = 4 * 2**20
+
+# A folder name (no separators, no `..`) and a task id (a suite slug) are all a task file's
+# path is made of, so a results file cannot point a reader outside its own folder.
+_FOLDER = re.compile(r"[a-z0-9][a-z0-9_.-]*\.tasks")
+_TASK_ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+
+def task_folder(path: Path, run: str) -> Path:
+    """The folder of a results file's task files."""
+    return path.parent / f"{run}.tasks"
+
+
+def dump_results(results: TasksHolder, path: Path) -> bytes:
+    """The results file's bytes, writing the task files first when the tasks are large.
+
+    Each task is serialised by pydantic straight to bytes, one at a time, so the whole file is
+    never held as Python objects and bytes at once; the tasks' bytes are kept only while they
+    fit under INLINE_TASKS_MAX.
+    """
+    held: list[bytes] = []
+    size = 0
+    folder = task_folder(path, results.run)
+    digest = hashlib.sha256()
+    split = False
+    for task in results.tasks:
+        data = task.model_dump_json(indent=1).encode()
+        if not split and size + len(data) > INLINE_TASKS_MAX:
+            split = True
+            folder.mkdir(parents=True, exist_ok=True)
+            for earlier, held_data in zip(results.tasks, held, strict=False):
+                _write_task(folder, earlier.id, held_data)
+                digest.update(held_data)
+            held = []
+        if split:
+            _write_task(folder, task.id, data)
+            digest.update(data)
+        else:
+            held.append(data)
+            size += len(data)
+    if not split:
+        _remove_task_files(folder, keep=set())
+        whole = results.model_copy(update={"task_files": None}) if results.task_files else results
+        return whole.model_dump_json(indent=1).encode() + b"\n"
+    ids = [task.id for task in results.tasks]
+    _remove_task_files(folder, keep=set(ids))
+    fsync_dir(folder)
+    files = TaskFiles(folder=folder.name, ids=ids, sha256=digest.hexdigest())
+    summary = results.model_copy(update={"tasks": [], "task_files": files})
+    return summary.model_dump_json(indent=1).encode() + b"\n"
+
+
+def _write_task(folder: Path, task_id: str, data: bytes) -> None:
+    # Not fsynced one by one (a thousand fsyncs): the results file, written after them and
+    # durably, holds their hash, so a task file lost to a power cut is found on reading.
+    write_atomic(folder / f"{task_id}.json", data, durable=False)
+
+
+def _remove_task_files(folder: Path, keep: set[str]) -> None:
+    """Task files of an earlier report that this one does not list (and the folder, if empty)."""
+    if not folder.is_dir():
+        return
+    for stale in folder.glob("*.json"):
+        if stale.stem not in keep:
+            stale.unlink()
+    if not keep and not any(folder.iterdir()):
+        folder.rmdir()
+
+
+def task_file_paths(path: Path, files: TaskFiles) -> Iterator[tuple[str, Path]]:
+    """Each task id with its file, refusing names that could leave the results' folder."""
+    if not _FOLDER.fullmatch(files.folder):
+        raise KonkordError(f"{path}: task_files.folder {files.folder!r} is not <run>.tasks")
+    folder = path.parent / files.folder
+    for task_id in files.ids:
+        if not _TASK_ID.fullmatch(task_id):
+            raise KonkordError(f"{path}: task_files.ids has {task_id!r}, not a task id")
+        yield task_id, folder / f"{task_id}.json"
+
+
+def load_tasks(path: Path, results: ResultsT) -> ResultsT:
+    """The results with their tasks read back from `task_files` (unchanged if inline)."""
+    files = results.task_files
+    if files is None:
+        return results
+    regenerate = f"regenerate it with `konkord report --run {results.run}`"
+    digest = hashlib.sha256()
+    tasks: list[TaskView] = []
+    for _, task_path in task_file_paths(path, files):
+        try:
+            data = task_path.read_bytes()
+        except OSError as exc:
+            raise KonkordError(
+                f"{task_path}: cannot read this task file of {path} "
+                f"({exc.strerror or exc}); {regenerate}"
+            ) from None
+        digest.update(data)
+        try:
+            tasks.append(TaskView.model_validate_json(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the top"
+            raise KonkordError(
+                f"{task_path}: invalid task file at {where}: {first['msg']}; {regenerate}"
+            ) from None
+    if digest.hexdigest() != files.sha256:
+        raise KonkordError(
+            f"{path.parent / files.folder}: the task files are not the ones {path} was written "
+            f"with (changed or cut short since); {regenerate}"
+        )
+    # In memory the results are whole again: where the tasks go is decided when written.
+    return results.model_copy(update={"tasks": tasks, "task_files": None})
+
+
+class _TaskFilesHead(BaseModel):
+    """Only `task_files` of a results file, read without validating the rest."""
+
+    task_files: TaskFiles | None = None
+
+
+def task_files_of(data: bytes) -> TaskFiles | None:
+    """A results file's `task_files` from its bytes (None when its tasks are inline, or when
+    the file is malformed: reading it whole says what is wrong)."""
+    try:
+        return _TaskFilesHead.model_validate_json(data).task_files
+    except ValidationError:
+        return None

@@ -1,0 +1,133 @@
+"""What the judges owe a run, shared by the single judge and the cascade: every call
+(task pair, order, judge), which of them hold a current verdict and which a failure, and the
+judge prompt kept on record so that verdicts under two prompts are never mixed.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from konkord.configuration.judge_frame import FRAME_VERSION, frame_hash
+from konkord.configuration.runspec import RunSpec
+from konkord.errors import KonkordError
+from konkord.evidence.log import EvidenceLog, Record, now_iso
+from konkord.evidence.verdicts import frame_hashes_of, load_verdicts
+from konkord.stages.judge.judge_call import JudgeItem, judge_messages, message_sha
+from konkord.stages.run import current_answers
+
+
+def judge_items(spec: RunSpec, log: EvidenceLog, judges: tuple[str, ...]) -> tuple[list[JudgeItem], int]:
+    """Every call the judges owe the run, and how many task pairs lack an answer."""
+    answers = current_answers(log, spec.suite, spec.settings)
+    texts = {
+        key: str(r["text"])
+        for key, r in answers.items()
+        if r.get("error") is None and r.get("text") is not None
+    }
+    items: list[JudgeItem] = []
+    skipped = 0
+    for task in spec.suite.tasks:
+        for first, second in combinations(spec.models, 2):
+            model_a, model_b = sorted((first, second))
+            text_a, text_b = texts.get((task.id, model_a)), texts.get((task.id, model_b))
+            if text_a is None or text_b is None:
+                skipped += 1
+                continue
+            for judge in judges:
+                for order in ("ab", "ba"):
+                    items.append(JudgeItem(task, model_a, model_b, order, judge, text_a, text_b))
+    return items, skipped
+
+
+def done_keys(
+    spec: RunSpec,
+    log: EvidenceLog,
+    judge: str,
+    fhash: str,
+    items: list[JudgeItem],
+    sent: dict[tuple[str, str, str, str, str], str] | None = None,
+) -> set[tuple[str, str, str, str, str]]:
+    """Keys whose current verdict was made on exactly the message this run would send now.
+
+    `sent` holds the message hashes of calls this process has just made, so the tally after
+    judging does not compose every message again; the rest are composed only for the keys
+    that have a verdict."""
+    owed = {item.key: item for item in items if item.judge == judge}
+    known = sent or {}
+    done = set()
+    for record in load_verdicts(log, judge, fhash):
+        if record.get("kind") != "verdict":
+            continue
+        key = (
+            record["task_id"], record["model_a"], record["model_b"], record["order"], judge
+        )
+        item = owed.get(key)
+        if item is None:
+            continue
+        wanted = known.get(key)
+        if wanted is None:
+            wanted = message_sha(judge_messages(spec, item)[1]["content"])
+        if wanted == record.get("message_sha"):
+            done.add(key)
+    return done
+
+
+def failed_keys(log: EvidenceLog, judge: str, fhash: str) -> set[tuple[str, str, str, str, str]]:
+    """Keys whose current record is a failure: a rerun asks them afresh, never from the cache
+    (the cache would hand back the same empty, cut-off or verdict-less reply)."""
+    return {
+        (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
+        for r in load_verdicts(log, judge, fhash)
+        if r.get("kind") == "failure"
+    }
+
+
+def prompt_of(log: EvidenceLog, fhash: str) -> Record | None:
+    """The judge prompt recorded under a frame hash, if any."""
+    return log.latest("prompts").get((fhash,))
+
+
+def check_no_drift(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> None:
+    """Refuse to judge when this judge's verdicts in the run were made under another prompt."""
+    others = sorted(frame_hashes_of(log, judge) - {fhash})
+    if not others:
+        return
+    old = prompt_of(log, others[-1])
+    changes = []
+    if old is None:
+        changes.append("the judge prompt changed (the old one is not in prompts.jsonl)")
+    else:
+        if old.get("rubric_sha") != spec.suite.rubric_hash():
+            changes.append(f"the rubric in {spec.suite_path} changed")
+        if old.get("frame_version") != FRAME_VERSION:
+            changes.append(
+                f"Konkord's judge frame changed (version {old.get('frame_version')} "
+                f"-> {FRAME_VERSION})"
+            )
+        if not changes:
+            changes.append("the judge prompt changed")
+    raise KonkordError(
+        f'run "{spec.name}" has verdicts by judge "{judge}" under another judge prompt '
+        f"({others[-1]}, now {fhash}): {' and '.join(changes)}. Verdicts under two prompts "
+        "are never mixed: restore the old rubric, or start a new run under a new name "
+        "(a new entry in runs.json, or `konkord run --suite PATH --models A,B --run NEW`)"
+    )
+
+
+def record_prompt(log: EvidenceLog, spec: RunSpec, system_prompt: str, judge: str) -> str:
+    """Record the judge prompt (once per frame hash) before any verdict made under it; its hash."""
+    fhash = frame_hash(system_prompt)
+    if prompt_of(log, fhash) is None:
+        log.append(
+            "prompts",
+            {
+                "kind": "prompt",
+                "frame_hash": fhash,
+                "system_prompt": system_prompt,
+                "rubric_sha": spec.suite.rubric_hash(),
+                "frame_version": FRAME_VERSION,
+                "judge": judge,
+                "created_at": now_iso(),
+            },
+        )
+    return fhash
