@@ -1,8 +1,10 @@
 """Plant plausible bugs one at a time and check that the named tests catch each (issue 25).
 
-Each mutation replaces one exact piece of source text; the script applies it, runs the tests
-that should catch it, restores the file whatever happens, and prints caught / MISSED. A
-mutation whose text is no longer found is reported as stale (the code moved: update it).
+Each mutation replaces one exact piece of source text; the script first checks that the
+tests pass without it, then applies it, runs the tests that should catch it, restores the
+file whatever happens, and prints caught / MISSED. A mutation whose text is no longer found
+is reported as stale (the code moved: update it), one whose tests fail unmutated as broken.
+Do not edit the checkout while it runs: it rewrites source files for a moment.
 
 Run by hand: `python benchmarks/bench_mutation.py [--only SUBSTRING] [--list]`.
 """
@@ -219,21 +221,31 @@ MUTATIONS = (
 )
 
 
-def run(mutation: Mutation) -> str:
+def tests_pass(tests: tuple[str, ...]) -> bool:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    return result.returncode == 0
+
+
+def run(mutation: Mutation, baseline: dict[tuple[str, ...], bool]) -> str:
+    """caught / MISSED; "stale" when the text to mutate is gone, "broken" when the tests
+    fail without the mutation (a failure then would prove nothing)."""
     path = REPO / mutation.path
     original = path.read_text()
     if original.count(mutation.old) != 1:
         return "stale"
+    if mutation.tests not in baseline:
+        baseline[mutation.tests] = tests_pass(mutation.tests)
+    if not baseline[mutation.tests]:
+        return "broken"
     try:
         path.write_text(original.replace(mutation.old, mutation.new))
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-             *mutation.tests],
-            cwd=REPO, capture_output=True, text=True, check=False,
-        )
+        passed = tests_pass(mutation.tests)
     finally:
         path.write_text(original)
-    return "caught" if result.returncode != 0 else "MISSED"
+    return "MISSED" if passed else "caught"
 
 
 def main() -> None:
@@ -248,8 +260,9 @@ def main() -> None:
         return
     started = time.perf_counter()
     counts: dict[str, int] = {}
+    baseline: dict[tuple[str, ...], bool] = {}
     for m in chosen:
-        outcome = run(m)
+        outcome = run(m, baseline)
         counts[outcome] = counts.get(outcome, 0) + 1
         print(f"{outcome:>7}  {m.name}", flush=True)
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))

@@ -136,7 +136,7 @@ def test_spent_in_evidence_counts_answers_and_verdicts_and_skips_unknown(tmp_pat
 def test_a_call_of_unknown_cost_is_counted_at_its_hold_not_as_free() -> None:
     import asyncio
 
-    from konkord.budget import BudgetReached
+    from konkord.providers.budget import BudgetReached
 
     budget = Budget(cap_usd=1.5, prices={"m": Price(input_per_million=0, output_per_million=1e6)})
     settings = CallSettings(max_tokens=1)  # each call can cost at most $1

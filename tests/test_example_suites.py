@@ -245,7 +245,7 @@ def test_seeds_are_deterministic_and_cycle_through_the_candidates() -> None:
     assert plausible_bug(GUARDED, len(candidates) + 2) == candidates[2]
     # and the same in a fresh interpreter under any hash seed (no set or dict order leaks in)
     code = (
-        "import json, sys\nfrom konkord.mutate import plausible_bug\n"
+        "import json, sys\nfrom konkord.sim.mutate import plausible_bug\n"
         "print(json.dumps(plausible_bug(sys.stdin.read(), 5)))"
     )
     for hash_seed in ("1", "2"):
