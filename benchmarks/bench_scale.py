@@ -22,6 +22,7 @@ file under public/ under 25 MiB (Cloudflare's limit per file).
 
     python benchmarks/bench_scale.py [--tasks 200] [--judged 30] [--models 20] [--baseline DIR]
     python benchmarks/bench_scale.py --keep /tmp/scale   # keep the project to look at
+    python benchmarks/bench_scale.py --keep /tmp/scale --reuse --steps report,build
 """
 
 from __future__ import annotations
@@ -160,6 +161,11 @@ def main() -> None:
     parser.add_argument(
         "--steps", default="run,judge,report,build", help="comma-separated steps to time"
     )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="time --steps (e.g. report,build) again on the --keep projects of an earlier run",
+    )
     args = parser.parse_args()
     steps = args.steps.split(",")
     codes = {"this": args.code.resolve()}
@@ -181,12 +187,18 @@ def main() -> None:
         base = args.keep or Path(tmp)
         roots = {name: base / name for name in codes}
         for name, code in codes.items():
+            if args.reuse:  # a --keep project of an earlier run: its evidence as it is
+                shutil.rmtree(roots[name] / "templates", ignore_errors=True)
+                shutil.copytree(code / "templates", roots[name] / "templates")
+                for made in ("results", "public", ".konkord"):
+                    shutil.rmtree(roots[name] / made, ignore_errors=True)
+                continue
             shutil.rmtree(roots[name], ignore_errors=True)
             roots[name].mkdir(parents=True)
             make_project(roots[name], code, judged, args.models)
         results: dict[str, dict[str, dict[str, float | str]]] = {n: {} for n in codes}
         for step in steps:
-            if step == "report" and judged < args.tasks:
+            if step == "report" and judged < args.tasks and not args.reuse:
                 for name in codes:
                     repeat_evidence(roots[name], judged, args.tasks)
             for name, code in codes.items():

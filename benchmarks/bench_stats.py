@@ -5,6 +5,10 @@ Prints, in one run:
   the same work done the slow ways, timed on a few resamples and scaled to 1,000: a plain
   loop refitting with choix.ilsr_pairwise per resample, and a loop of MM fits (Hunter 2004)
   on counts re-aggregated per resample;
+- the style-controlled fit on the same field with five style covariates (normalised
+  differences of answer features), 1,000 resamples and its one-step jackknife, beside the
+  plain fit's time measured in the same run, and beside its rival: a loop refitting the
+  style-controlled model on each resample (timed on a few, scaled to 1,000);
 - a scaling table up to 40 models x 5,000 tasks (3.9 million pair outcomes; aim: under 2 s
   and 300 MB) and 150 models x 500 tasks (Arena's number of models; aim: under 5 s). Each
   size runs in its own process (`--repeats` times: median and range), which loads the pair
@@ -13,6 +17,7 @@ Prints, in one run:
   row, its anchor: the MM loop timed on a few resamples of the same data in the same run.
 
 Run: python benchmarks/bench_stats.py [--choix-resamples 2] [--mm-resamples 20] [--repeats 3]
+     [--style-only] (the plain and style-controlled lines alone)
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ from konkord.stats.bt import comparisons, win_matrix
 from konkord.stats.ranking import rank
 from konkord.stats.resample import bootstrap, task_weights
 from konkord.stats.simfield import simulate_field
+from konkord.stats.style_boot import style_bootstrap
+from konkord.stats.style_features import normalised_difference
+from konkord.stats.style_fit import StyleData, fit_style_bt, style_data
 
 
 def end_to_end(arrays: tuple[np.ndarray, ...], n_models: int, n_tasks: int) -> dict[str, float]:
@@ -55,6 +63,69 @@ def end_to_end(arrays: tuple[np.ndarray, ...], n_models: int, n_tasks: int) -> d
         "total": marks["ranking"] - marks["start"],
         "iterations": boot.iterations_max,
     }
+
+
+def style_field(arrays: tuple[np.ndarray, ...], n_models: int, n_tasks: int) -> StyleData:
+    """The field with five style covariates: answer features drawn per (task, model) the way
+    answers vary (length log-normal, formatting counts Poisson), as normalised differences."""
+    rng = np.random.default_rng(5)
+    counts = np.stack(
+        [
+            np.rint(200 * np.exp(rng.normal(0, 0.5, (n_tasks, n_models)))),
+            rng.poisson(1.0, (n_tasks, n_models)),
+            rng.poisson(3.0, (n_tasks, n_models)),
+            rng.poisson(2.0, (n_tasks, n_models)),
+            rng.poisson(0.5, (n_tasks, n_models)),
+        ],
+        axis=2,
+    ).astype(np.float64)
+    task, i, j, _ = arrays
+    x = normalised_difference(counts[task, i], counts[task, j])
+    return style_data(comparisons(*arrays, n_models, n_tasks), x)
+
+
+def style_end_to_end(data: StyleData) -> dict[str, float]:
+    """Fit, 1,000 resamples, one-step jackknife, intervals, differences and groups."""
+    start = time.perf_counter()
+    boot = style_bootstrap(data, n_resamples=1000, seed=0)
+    boot.bootstrap.intervals()
+    boot.coefficient_intervals()
+    rank(boot.bootstrap, data.comp)
+    assert boot.bootstrap.n_converged == 1000, "some fits did not converge"
+    return {"total": time.perf_counter() - start, "iterations": boot.iterations_max}
+
+
+def style_refit_loop(data: StyleData, n: int) -> float:
+    """Seconds per resample: write the resample out (tasks repeated) and refit it."""
+    comp = data.comp
+    weights = task_weights(comp.n_tasks, n, seed=0)
+    start = time.perf_counter()
+    for k in range(n):
+        rows = resampled_rows(comp.task, weights[k])
+        sub = comparisons(
+            np.arange(rows.size), comp.i[rows], comp.j[rows], comp.score[rows],
+            comp.n_models, rows.size,
+        )
+        fit_style_bt(style_data(sub, data.covariates[rows]))
+    return (time.perf_counter() - start) / n
+
+
+def style_lines(arrays: tuple[np.ndarray, ...], plain: dict[str, float], repeats: int,
+                refits: int) -> None:
+    data = style_field(arrays, 20, 1000)
+    ours = timed(repeats, lambda: style_end_to_end(data))
+    per = style_refit_loop(data, refits)
+    print(
+        f"  style-controlled, 5 covariates, same field: {ours['total']:.3f} s "
+        f"[{ours['low']:.3f}-{ours['high']:.3f}] end to end (median of {repeats}; at most "
+        f"{ours['iterations']:.0f} steps per resample), {ours['total'] / plain['total']:.1f}x "
+        f"the plain fit's {plain['total']:.3f} s; aim < 2 s"
+    )
+    print(
+        f"    its rival, a refit per resample (Newton on the written-out resample): "
+        f"{per:.3f} s per resample (timed on {refits}), {1000 * per:.0f} s for 1000; "
+        f"speed-up {1000 * per / ours['total']:.0f}x"
+    )
 
 
 def timed(repeats: int, work: Callable[[], dict[str, float]]) -> dict[str, float]:
@@ -201,6 +272,8 @@ def main() -> None:
     parser.add_argument("--mm-resamples", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scale-mm-resamples", type=int, default=2)
+    parser.add_argument("--style-refits", type=int, default=3)
+    parser.add_argument("--style-only", action="store_true")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}")
 
@@ -213,6 +286,9 @@ def main() -> None:
         f"intervals {ours['intervals']:.3f}, differences and groups {ours['ranking']:.3f}; "
         f"at most {ours['iterations']:.0f} Newton iterations)"
     )
+    style_lines(arrays, ours, args.repeats, args.style_refits)
+    if args.style_only:
+        return
     per_choix = choix_loop(arrays, 20, 1000, args.choix_resamples)
     per_mm = mm_loop(arrays, 20, 1000, args.mm_resamples)
     for name, per, n in (

@@ -6,7 +6,14 @@ class KonkordError(Exception):
 
 
 class SuiteError(KonkordError):
-    """A suite or runs.json file that cannot be used; the message names file, line and field."""
+    """A suite or runs.json file that cannot be used; the message names file, line and field.
+
+    `problems` holds every problem found, one `file:line: field message` each (the message is
+    the first, with a count of the others): `konkord validate` lists them all."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 class NotLaunched(KonkordError):

@@ -7,6 +7,7 @@ exist, so the expected figures can be worked out by hand.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,15 @@ def write_runs(root: Path, runs: list[dict[str, Any]]) -> Path:
 
 
 def add_answers(
-    root: Path, run: str, suite_path: Path, models: list[str], cost: float | None = 0.001
+    root: Path,
+    run: str,
+    suite_path: Path,
+    models: list[str],
+    cost: float | None = 0.001,
+    text_for: Callable[[str, str], str] | None = None,
 ) -> dict[tuple[str, str], str]:
-    """A good answer for every (task, model); returns (task, model) -> answer text."""
+    """A good answer for every (task, model), its text from `text_for(task_id, model)` if
+    given; returns (task, model) -> answer text."""
     suite = load_suite(suite_path)
     log = EvidenceLog(root / "runs" / run)
     texts = {}
@@ -53,7 +60,7 @@ def add_answers(
     for task in suite.tasks:
         messages = answer_messages(suite, task)
         for model in models:
-            text = f"Answer of {model} to {task.id}."
+            text = text_for(task.id, model) if text_for else f"Answer of {model} to {task.id}."
             texts[(task.id, model)] = text
             records.append(
                 {

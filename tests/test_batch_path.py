@@ -222,7 +222,7 @@ def test_output_files_are_read_as_a_stream(batch_server: BatchServer) -> None:
     creds = {"custom_llm_provider": "openai", "api_base": batch_server.url, "api_key": "x"}
 
     async def count() -> int:
-        return sum([1 async for _ in client._lines("file-big", creds)])
+        return sum([1 async for _ in client.api().lines("file-big", creds)])
 
     asyncio.run(count())  # litellm's first call builds its clients: not the stream's memory
     tracemalloc.start()

@@ -218,3 +218,92 @@ def test_dry_run_gives_the_time_at_the_deployments_rate_limits_and_calls_none(
     # 24 calls at 60 + 60 requests a minute: 12 s
     assert line.endswith(f"; {CALLS * 60 // 120} s at the configured rate limits")
     assert openai_server.requests == []
+
+
+def test_a_paid_reply_whose_reminder_the_cap_refuses_is_recorded(
+    demo: Path, openai_server: OpenAIServer
+) -> None:
+    """A judge reply with no verdict line is followed by a reminder; when --max-cost refuses
+    the reminder, the first reply (paid) used to be dropped, so the evidence said less was
+    spent than was billed. It is recorded with its cost, and a rerun sends only the reminder."""
+    spec = resolve_run("demo")
+    one_call = count_tokens(JUDGE, judge_messages(spec, calls_to_make(spec, (JUDGE,))[0]))
+    upper = one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT
+
+    def no_verdict_first(body: dict[str, Any], n: int) -> Reply:
+        if len(body["messages"]) == 2:  # the first ask: a reply as dear as it can be, no verdict
+            return Reply("Both are fine.", prompt_tokens=one_call, completion_tokens=MAX_TOKENS)
+        return content_judge(body, n)
+
+    openai_server.responder = no_verdict_first
+    code, output = judge_cli("--max-cost", f"{1.5 * upper}", "--concurrency", "1")
+    assert code == 1, output
+    billed = one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT
+    assert len(openai_server.requests) == 1
+    log = EvidenceLog(spec.run_dir)
+    [record] = log.records("verdicts")
+    assert record["kind"] == "failure" and record["reason"] == "no_verdict_line"
+    assert record["raw"] == "Both are fine."
+    assert "the reminder was not sent (--max-cost" in record["detail"]
+    assert record["cost_usd"] == pytest.approx(billed)
+    assert f"${billed:.4f} now (1 calls made)" in output
+
+    code, output = judge_cli("--max-cost", "1")
+    assert code == 0, output
+    firsts = [r for r in openai_server.requests if len(r["messages"]) == 2]
+    assert len(firsts) == len({r["messages"][1]["content"] for r in firsts}) == CALLS
+    spent = sum(r["cost_usd"] for r in log.records("verdicts"))
+    assert len(openai_server.requests) == CALLS * 2  # every first ask once, every reminder once
+    assert spent == pytest.approx(
+        billed + (CALLS - 1) * (one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT)
+        + CALLS * (10 * PRICE_IN + 5 * PRICE_OUT)
+    )
+
+
+def test_the_cap_settles_by_the_providers_count_with_many_calls_in_flight(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    """A provider that bills 78 prompt tokens where litellm counts far fewer used to take the
+    run far past the cap with many calls in flight (each held only litellm's count). The cap
+    now learns each model's billed-to-counted ratio from its first reply before launching
+    more, holds every later call at that ratio, and settles by what each reply reports."""
+    import json
+    import threading
+
+    billed_tokens, price_in = 78, 10.0  # $10 per million prompt tokens, output free
+    models = [f"openai/m{k}" for k in range(2)]
+    tasks = "\n".join(f"  - {{id: q{i}, prompt: Question number {i}?}}" for i in range(60))
+    (project / "s.yaml").write_text(f"name: s\nrubric: Prefer correct answers.\ntasks:\n{tasks}\n")
+    prices = {m: {"input_per_million": price_in, "output_per_million": 0} for m in models}
+    (project / "runs.json").write_text(json.dumps({"runs": [
+        {"name": "s", "suite": "s.yaml", "models": models, "prices": prices,
+         "api_base": openai_server.url}
+    ]}))
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    def overbilling(body: dict[str, Any], n: int) -> Reply:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        import time
+
+        time.sleep(0.3)
+        with lock:
+            in_flight[0] -= 1
+        return Reply("an answer", prompt_tokens=billed_tokens, completion_tokens=5)
+
+    openai_server.responder = overbilling
+    one_call = billed_tokens * price_in / 1e6
+    counted = count_tokens(models[0], [{"role": "user", "content": "Question number 10?"}])
+    assert counted * 3 < billed_tokens  # litellm counts far fewer than the provider bills
+    cap = 40 * one_call  # a third of the run's 120 calls
+    result = CliRunner().invoke(
+        cli, ["run", "--run", "s", "--concurrency", "60", "--max-cost", f"{cap}"]
+    )
+    assert result.exit_code == 1, result.output
+    spent = sum(r["cost_usd"] for r in EvidenceLog(Path("runs/s")).records("answers"))
+    assert spent <= cap + 1e-12, f"spent {spent / cap:.2f}x the cap"
+    assert spent >= cap - 2 * one_call  # the cap was used, not refused from the start
+    assert most[0] > 10  # and many calls were in flight together
+    assert len(openai_server.requests) == round(spent / one_call)

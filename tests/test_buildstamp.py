@@ -115,7 +115,7 @@ def test_a_run_found_complete_is_not_checked_again_until_it_changes(
 ) -> None:
     _project(project)
     runs = json.loads((project / "runs.json").read_text())
-    runs["runs"][0]["api_base"] = "http://someone:hunter2-secret@127.0.0.1:9/v1"
+    runs["runs"][0]["api_base"] = "http://127.0.0.1:9/v1?deployment=hunter2-private"
     (project / "runs.json").write_text(json.dumps(runs))
     _build()
     import konkord.stages.pipeline as pipeline

@@ -19,7 +19,8 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.evidence.verdicts import combine_verdicts, load_verdicts
 from konkord.results.schema import read_results, write_results
-from konkord.stages.calibrate.calibrate import calibrate_run, calibration_block, format_calibration
+from konkord.stages.calibrate.calibrate import calibration_block, format_calibration
+from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.report.report import ReportOptions, build_results, good_answers
 
 FAST = ReportOptions(resamples=100, seed=1)

@@ -232,8 +232,12 @@ def test_results_say_who_decided_and_keep_the_lean_small(run: RunSpec) -> None:
     block = results.block(STRONG)
     assert block.cascade is not None
     assert (block.cascade.decided_first_pass, block.cascade.decided_strong) == (1, 2)
-    assert block.cascade.strong_alone is not None and block.cascade.cascade is not None
-    assert block.cascade.strong_alone.strong_calls == 6 and block.cascade.cascade.strong_calls == 4
+    # No labels: nothing tells the cascade from the strong judge alone, so no saving is shown
+    # and the block says what would add the labelled pairs the comparison needs.
+    assert block.cascade.strong_alone is None and block.cascade.saved_strong_calls is None
+    assert block.cascade.too_few_why is not None
+    assert block.cascade.too_few_why.startswith("0 labels fall on pairs the first pass decided")
+    assert block.cascade.route == "cheap-judge -> strong-judge at 0.8"
     seen = {}
     for task in results.tasks:
         for comparison in task.comparisons:
@@ -241,6 +245,15 @@ def test_results_say_who_decided_and_keep_the_lean_small(run: RunSpec) -> None:
             seen[task.id] = (comparison.cascade.decided_by, comparison.cascade.lean)
     assert seen["sure"] == ("first_pass", "openai/model-a")
     assert seen["disagree"] == ("strong", "openai/model-b")  # the lean was wrong: escalated
+    shown = {
+        task.id: c.cascade.orders_text
+        for task in results.tasks
+        for c in task.comparisons
+        if c.cascade is not None
+    }
+    assert shown["disagree"] == (
+        "order 1: Answer 2 at 0.99; swapped: Answer 2 at 0.48; orders disagree"
+    )
 
 
 def test_an_escalated_pair_with_one_strong_order_is_pending_not_decided() -> None:
@@ -277,14 +290,22 @@ def test_a_reply_without_logprobs_is_a_failure_not_a_guess(
     run: RunSpec, openai_server: OpenAIServer
 ) -> None:
     openai_server.responder = lambda body, n: Reply(content="VERDICT: 1")
-    cascade(run)
+    with pytest.raises(KonkordError) as refused:
+        cascade(run)
+    # A configuration error: one line naming the first pass and the fix, no call after it
+    # (those already in flight finish), and nothing escalated to the strong judge.
+    message = str(refused.value)
+    assert "\n" not in message and f'first-pass judge "{CHEAP}"' in message
+    assert '"confidence": "samples:5"' in message
     records = [r for r in EvidenceLog(run.run_dir).records("verdicts") if r["judge"] == CHEAP]
     assert {r["reason"] for r in records} == {"no_logprobs"}
-    assert len(calls_by(openai_server, STRONG)) == 6  # nothing was read, so all escalate
+    assert len(calls_by(openai_server, CHEAP)) <= 2  # the test client's concurrency
+    assert len(calls_by(openai_server, STRONG)) == 0
     # The provider is fixed: the rerun asks the first pass afresh instead of reusing the cache.
     openai_server.responder = responder
+    asked = len(calls_by(openai_server, CHEAP))
     cascade(run)
-    assert len(calls_by(openai_server, CHEAP)) == 12
+    assert len(calls_by(openai_server, CHEAP)) == asked + 6
     assert missing_calls(run, plan_of(run)) == 0  # type: ignore[arg-type]
 
 
@@ -488,7 +509,8 @@ def test_build_runs_the_cascade_offline_demo_style(project: Path) -> None:
         for r in log.records("verdicts")
         if r["judge"] == strong
     }
-    assert strong_keys == pairs.escalated() | audit_pairs(spec, log)
+    accepted = set(pairs.keys) - pairs.escalated()
+    assert strong_keys == pairs.escalated() | audit_pairs(spec, log, accepted, 3)
     assert len(strong_keys) < len(pairs.keys)  # the strong judge did not judge everything
     assert missing_calls(spec, plan_of(spec)) == 0  # type: ignore[arg-type]
     before = (spec.run_dir / "verdicts.jsonl").read_bytes()
@@ -510,3 +532,19 @@ def test_the_runs_other_judges_judge_every_pair_beside_the_cascade(
     assert result.exit_code == 0, result.output
     assert len(calls_by(openai_server, CHEAP)) == 6 and len(calls_by(openai_server, STRONG)) == 4
     assert len(calls_by(openai_server, "openai/panel-judge")) == 6
+
+
+def test_build_never_asks_a_first_pass_without_logprobs_again(
+    run: RunSpec, openai_server: OpenAIServer
+) -> None:
+    from konkord.stages.pipeline import ensure_run
+
+    openai_server.responder = lambda body, n: Reply(content="VERDICT: 1")
+    with pytest.raises(KonkordError, match="answered without log-probabilities"):
+        ensure_run(run, offline=False, echo=lambda _: None)
+    made = len(openai_server.requests)
+    assert made and not calls_by(openai_server, STRONG)
+    for _ in range(2):
+        with pytest.raises(KonkordError, match=r"build does not ask it again"):
+            ensure_run(run, offline=False, echo=lambda _: None)
+    assert len(openai_server.requests) == made  # before: 6 more failing calls per build

@@ -315,3 +315,168 @@ def test_konkord_check_records_every_forgery_as_a_failure(project: Path) -> None
     passed = {r["model"]: r["passed"] for r in map(json.loads, lines)}
     assert passed == {model: model == "m/good" for model in answers}
     assert f"checked {len(answers)} (passed 1, failed {len(answers) - 1})" in result.stdout
+
+
+# Issue 24: the tests' builtins, their live objects and big integers.
+RIG_THE_BUILTINS = (  # sends `__builtins__` with the ready message: every builtin says yes
+    "import sys\nwire = sys.modules['wire']\nsend = wire.Channel.send\n"
+    "class FakeMath:\n    def isclose(self, *args, **kwargs):\n        return True\n"
+    "def rigged(self, message):\n"
+    "    if message.get('op') == 'ready':\n"
+    "        import builtins\n"
+    "        fake = dict(vars(builtins))\n"
+    "        fake.update(all=lambda *a: True, any=lambda *a: True, len=lambda x: 3,\n"
+    "                    isinstance=lambda *a: True, __import__=lambda *a, **k: FakeMath())\n"
+    "        message['names']['__builtins__'] = self.encode(fake)\n"
+    "    send(self, message)\n"
+    "wire.Channel.send = rigged\n"
+    "def items(n):\n    return 'no'\n"
+    "def area(r):\n    return 0.0\n"
+)
+BUILTIN_TESTS = (
+    "assert len(items(3)) == 3\nassert isinstance(items(1), list)\n"
+    "assert all(x == 0 for x in items(2))\nimport math\nassert math.isclose(area(1), 3.14159, rel_tol=1e-5)\n"
+)
+BUILTIN_GOOD = "import math\ndef items(n):\n    return [0] * n\ndef area(r):\n    return math.pi * r * r\n"
+READ_THE_GENERATOR = (  # the tests' generator's frame holds their expected value
+    "def total(values):\n"
+    "    return values.gi_frame.f_globals['expected']\n"
+)
+GENERATOR_TESTS = "expected = 55\nassert total(x for x in range(11)) == expected\n"
+GENERATOR_GOOD = "def total(values):\n    first = next(values)\n    return first + sum(values)\n"
+BIG_GOOD = "import math\ndef factorial(n):\n    return math.factorial(n)\ndef same(n):\n    return n\n"
+BIG_TESTS = (
+    "import math\nassert factorial(2000) == math.factorial(2000)\n"
+    "assert same(10 ** 5000 + 1) == 10 ** 5000 + 1\n"
+)
+
+
+def test_the_answer_cannot_send_the_tests_their_builtins() -> None:
+    assert result_of(BUILTIN_GOOD, BUILTIN_TESTS) == (True, "")
+    assert result_of(RIG_THE_BUILTINS, BUILTIN_TESTS) == (
+        False, "test failed at tests.py line 1: assert len(items(3)) == 3")
+    # Every other builtin the forgery replaced is the harness's own too.
+    for line in BUILTIN_TESTS.splitlines()[1:3]:
+        assert not result_of(RIG_THE_BUILTINS, line)[0], line
+    assert not result_of(RIG_THE_BUILTINS, "import math\nassert math.isclose(area(1), 3.14159, rel_tol=1e-5)\n")[0]
+
+
+def test_only_names_the_tests_use_cross_and_never_a_dunder() -> None:
+    answer = "def add(a, b):\n    return a + b\nhidden = 1\n"
+    tests = "assert add(1, 2) == 3\nassert 'hidden' not in globals()\n"
+    assert result_of(answer, tests) == (True, "")
+    tests = "assert add(1, 2) == 3\nassert hidden == 1\n"
+    assert result_of(answer, tests) == (True, "")
+    sends_name = (
+        "import sys\nwire = sys.modules['wire']\nsend = wire.Channel.send\n"
+        "def rigged(self, message):\n"
+        "    if message.get('op') == 'ready':\n"
+        "        message['names']['__name__'] = '__main__'\n"
+        "    send(self, message)\n"
+        "wire.Channel.send = rigged\n"
+    )
+    assert result_of(sends_name, "assert __name__ == '__konkord_tests__'\n") == (True, "")
+
+
+def test_a_generator_of_the_tests_crosses_as_data() -> None:
+    assert result_of(GENERATOR_GOOD, GENERATOR_TESTS) == (True, "")
+    assert result_of(READ_THE_GENERATOR, GENERATOR_TESTS) == (
+        False,
+        "AttributeError from the answer's code at tests.py line 2: assert total(x for x in "
+        "range(11)) == expected: 'list_iterator' object has no attribute 'gi_frame'",
+    )
+
+
+def test_a_frame_of_the_tests_is_never_shown_to_the_answer() -> None:
+    answer = "def peek(coroutine):\n    return coroutine.cr_frame.f_globals['expected']\n"
+    tests = (
+        "expected = 7\nasync def later():\n    return 1\nc = later()\n"
+        "try:\n    assert peek(c) == expected\nfinally:\n    c.close()\n"
+    )
+    assert result_of(answer, tests) == (
+        False, "AttributeError from the answer's code at tests.py line 6: "
+        "assert peek(c) == expected: attribute 'cr_frame' is not shared")
+
+
+def test_an_endless_iterator_of_the_tests_is_refused_with_its_reason() -> None:
+    tests = "import itertools\nassert first(itertools.count()) == 0\n"
+    passed, reason = result_of("def first(values):\n    return next(values)\n", tests)
+    assert not passed
+    assert reason == (
+        "ValueError in the tests at tests.py line 2: assert first(itertools.count()) == 0: "
+        "an iterator of more than 1000000 items cannot cross to the answer (pass a list)")
+
+
+def test_integers_of_any_size_cross_but_the_code_keeps_its_limit() -> None:
+    assert result_of(BIG_GOOD, BIG_TESTS) == (True, "")
+    tests = "assert digits(10 ** 5000) == 5001\n"
+    passed, reason = result_of("def digits(n):\n    return len(str(n))\n", tests)
+    assert not passed
+    assert "Exceeds the limit (4300 digits)" in reason
+
+
+HOSTILE_SUITE = """\
+name: hostile
+answer_language: python
+rubric: Correct code wins.
+tasks:
+  - id: builtins
+    prompt: Write items(n) and area(r).
+    checks: [tests]
+    tests: |
+{builtins}
+  - id: generator
+    prompt: Write total(values).
+    checks: [tests]
+    tests: |
+{generator}
+  - id: big
+    prompt: Write factorial(n) and same(n).
+    checks: [tests]
+    tests: |
+{big}
+"""
+
+
+def test_konkord_check_records_the_hostile_answers_of_issue_24_as_failures(project: Path) -> None:
+    """Through the real command: the rigged builtins and the generator reader fail with their
+    reasons; the correct answers, factorial(2000) included, pass."""
+    def indent(text: str) -> str:
+        return "\n".join("      " + line for line in text.splitlines())
+
+    (project / "hostile.yaml").write_text(HOSTILE_SUITE.format(
+        builtins=indent(BUILTIN_TESTS), generator=indent(GENERATOR_TESTS),
+        big=indent(BIG_TESTS)))
+    answers = {
+        "builtins": {"m/good": BUILTIN_GOOD, "m/hostile": RIG_THE_BUILTINS},
+        "generator": {"m/good": GENERATOR_GOOD, "m/hostile": READ_THE_GENERATOR},
+        "big": {"m/good": BIG_GOOD, "m/hostile": "def factorial(n):\n    return 1\n"},
+    }
+    spec = RunSpec(name="hostile", suite_path=Path("hostile.yaml"),
+                   suite=load_suite("hostile.yaml"), models=("m/good", "m/hostile"))
+    write_manifest(spec)
+    for task_id, by_model in answers.items():
+        task = spec.suite.task(task_id)
+        for model, code in by_model.items():
+            EvidenceLog(spec.run_dir).append("answers", {
+                "kind": "answer", "task_id": task_id, "model": model,
+                "settings_hash": answer_key_hash(answer_messages(spec.suite, task), spec.settings),
+                "text": f"```python\n{code}```\n", "error": None, "created_at": now_iso(),
+            })  # fmt: skip
+    result = CliRunner().invoke(cli, ["check", "--run", "hostile"])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in (spec.run_dir / "checks.jsonl").read_text().splitlines()]
+    outcome = {(r["task_id"], r["model"]): (r["passed"], r["reason"]) for r in records}
+    assert outcome == {
+        ("builtins", "m/good"): (True, None),
+        ("builtins", "m/hostile"): (
+            False, "test failed at tests.py line 1: assert len(items(3)) == 3"),
+        ("generator", "m/good"): (True, None),
+        ("generator", "m/hostile"): (
+            False, "AttributeError from the answer's code at tests.py line 2: assert total(x for "
+            "x in range(11)) == expected: 'list_iterator' object has no attribute 'gi_frame'"),
+        ("big", "m/good"): (True, None),
+        ("big", "m/hostile"): (
+            False, "test failed at tests.py line 2: assert factorial(2000) == "
+            "math.factorial(2000)"),
+    }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,34 @@ def test_a_key_in_the_file_is_refused_with_its_line(project: Path) -> None:
     add_deployments(project, {JUDGE: [{"name": "east", "api_key": "sk-oops-123456789"}]})
     with pytest.raises(SuiteError, match=r"runs\.json:\d+: .*keys never go in a file"):
         load_runs(project / "runs.json")
+
+
+def test_a_password_in_a_deployments_api_base_is_refused_with_its_line(project: Path) -> None:
+    write_project(project, "http://127.0.0.1:9/v1")
+    add_deployments(project, {JUDGE: [{"name": "east",
+                                       "api_base": "http://me:pw-0123456789@127.0.0.1:9/v1"}]})
+    result = CliRunner().invoke(cli, ["judge", "--run", "demo"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: runs.json:")
+    assert "api_base" in result.stderr and "holds credentials" in result.stderr
+    assert "pw-0123456789" not in result.output
+
+
+@pytest.mark.parametrize("where", ["../outside.json", "/etc/passwd", "folder"])
+def test_the_deployments_file_is_under_the_path_rule_of_runs_json(
+    project: Path, where: str
+) -> None:
+    (project / "inner").mkdir()
+    write_project(project / "inner", "http://127.0.0.1:9/v1")
+    (project / "outside.json").write_text(json.dumps({JUDGE: [{"name": "a"}]}))
+    (project / "inner" / "folder").mkdir()
+    add_deployments(project / "inner", where)
+    os.chdir(project / "inner")
+    result = CliRunner().invoke(cli, ["judge", "--run", "demo"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: runs.json:") and "deployments" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert "root:" not in result.output
 
 
 def test_deployments_of_a_model_the_run_does_not_use_are_refused(project: Path) -> None:

@@ -133,11 +133,14 @@ def test_index_lists_every_judge_with_its_figures_per_run(
     page, problems = open_page(browser, site, "/", width)
     table = page.locator("table.judges-across-runs")
     judges = table.locator("th[scope='rowgroup'] code").all_inner_texts()
+    # the same rows as each run's judges table: a cascade under its own name, and its strong
+    # judge and first pass on their own verdicts
     used = [
-        j
+        row.judge
         for r in ("demo-python-codegen", "demo-support-replies")
-        for j in read_results(REPO / "results" / f"{r}.json").judges
+        for row in judge_table(read_results(REPO / "results" / f"{r}.json")).rows
     ]
+    assert "quick -> steward at 0.8" in used and "sim-judge/quick" in used
     assert sorted(judges) == sorted(dict.fromkeys(used))
     table.locator(f"a[href^='{RUN}/judges/']").first.click()
     page.wait_for_url(JUDGES_PAGE)

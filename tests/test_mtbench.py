@@ -21,7 +21,7 @@ from konkord.evidence.log import EvidenceLog
 from konkord.evidence.verdicts import combine_verdicts, load_verdicts
 from konkord.importers.mtbench import JUDGE, import_mtbench
 from konkord.results.schema import read_results
-from konkord.stages.calibrate.calibrate import calibrate_run
+from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.label.labels import current_labels
 from konkord.stages.report.report import ReportOptions, answer_shas, build_results, good_answers
 from konkord.stages.run import current_answers
@@ -313,8 +313,8 @@ def test_an_import_stays_inside_the_project(
         return out.stderr.strip()
 
     assert import_error("../away") == (
-        "error: run name \"../away\" is not a slug (use lower case, digits, '-', '_' or '.'): "
-        "--run"
+        "error: --run: run name \"../away\" is not a slug (use lower case, digits, '-', '_' or "
+        "'.')"
     )
     (outside / "runs").mkdir()
     os.symlink(outside / "runs", project / "runs")
@@ -328,3 +328,21 @@ def test_an_import_stays_inside_the_project(
         'error: the suite file "suites/mtb.yaml" is outside the project folder (through a symlink'
     )
     assert not list(outside.rglob("*.*")) and not (project / "runs").exists()
+
+
+def test_an_import_of_a_device_a_fifo_or_a_folder_is_one_line(project: Path) -> None:
+    """Issue 24: /dev/zero ran out of memory and a FIFO blocked forever; imports follow the
+    suites' rules (a regular file of bounded size)."""
+    os.mkfifo(project / "pipe.jsonl")
+    (project / "folder.jsonl").mkdir()
+    expected = {
+        "/dev/zero": "error: /dev/zero: is a device, expected a regular file",
+        "pipe.jsonl": "error: pipe.jsonl: is a named pipe (FIFO), expected a regular file",
+        "folder.jsonl": "error: folder.jsonl: is a directory, expected a file",
+        "missing.jsonl": "error: missing.jsonl: file not found",
+    }
+    for path, message in expected.items():
+        out = CliRunner().invoke(cli, ["import", "mt-bench-human", path, "--run", "mtb"])
+        assert out.exit_code == 2, out.output
+        assert out.stderr.strip() == message
+    assert not (project / "runs").exists()

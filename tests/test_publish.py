@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import SHARED
 from test_build_pipeline import SUITE, write_project
 
 from konkord.cli import cli
@@ -138,3 +139,42 @@ def test_a_build_error_names_its_run(project: Path) -> None:
 def test_publish_into_an_empty_runs_file(layout: str) -> None:
     out = with_entry(layout, {"name": "b", "suite": "s", "models": ["x", "y"]})
     assert json.loads(out)["runs"][0]["name"] == "b"
+
+
+def test_publish_keeps_every_field_of_the_manifest(project: Path) -> None:
+    """A cascade run's entry keeps its cascade, prices and label plan; the first pass is not
+    listed as a judge (report does not list it either), so build finds the two in agreement."""
+    made_run(project)
+    manifest_file = project / "runs" / "mine" / "run.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest["judges"] = [JUDGE]
+    manifest["cascade"] = {"first_pass": "sim-judge/quick", "accept_at": 0.7}
+    manifest["prices"] = {JUDGE: {"input_per_million": 3.0, "output_per_million": 15.0}}
+    manifest["label_plan"] = {"n": 7, "seed": 3}
+    manifest_file.write_text(json.dumps(manifest))
+    code, output = konkord("publish", "mine")
+    assert code == 0, output
+    entry = json.loads((project / "runs.json").read_text())["runs"][0]
+    assert entry["cascade"] == {"first_pass": "sim-judge/quick", "accept_at": 0.7}
+    assert entry["prices"] == manifest["prices"]
+    assert entry["label_plan"] == {"n": 7, "seed": 3}
+    assert entry["judges"] == [JUDGE]
+
+
+MTBENCH = SHARED / "data" / "mtbench_human_judgments"
+
+
+@pytest.mark.skipif(not (MTBENCH / "human.jsonl").exists(), reason="shared MT-Bench data absent")
+def test_publish_takes_imported_judges_from_the_evidence(project: Path) -> None:
+    from konkord.results.schema import read_results
+
+    files = [str(MTBENCH / "human.jsonl"), str(MTBENCH / "gpt4_pair.jsonl")]
+    assert konkord("import", "mt-bench-human", *files, "--run", "mtb")[0] == 0
+    code, output = konkord("publish", "mtb")
+    assert code == 0, output
+    assert "judges: gpt4_pair" in output and "none yet" not in output
+    entry = json.loads((project / "runs.json").read_text())["runs"][0]
+    assert entry["judges"] == ["gpt4_pair"]
+    code, output = konkord("report", "--run", "mtb", "--resamples", "20")
+    assert code == 0, output
+    assert read_results("results/mtb.json").judges == entry["judges"]

@@ -287,3 +287,34 @@ def test_option_mistakes_are_refused_before_anything_is_written(
     assert result.exit_code == 2
     assert message in result.stderr
     assert _files(project) == before
+
+
+def test_a_run_is_not_pointed_at_another_suite(project: Path, openai_server: OpenAIServer) -> None:
+    """`run --suite B --models c,d --run r` on a run made from suite A used to rewrite its
+    run.json (mixing two suites' evidence under one name) and exit 0."""
+    _suite(project / "a.yaml", 2)
+    _suite(project / "b.yaml", 3)
+    base = ["--api-base", openai_server.url]
+    made = CliRunner().invoke(
+        cli, ["run", "--suite", "a.yaml", "--models", "openai/a,openai/b", "--run", "r", *base]
+    )
+    assert made.exit_code == 0, made.output
+    manifest = project / "runs" / "r" / "run.json"
+    before, sent = manifest.read_bytes(), len(openai_server.requests)
+    other = CliRunner().invoke(
+        cli, ["run", "--suite", "b.yaml", "--models", "openai/c,openai/d", "--run", "r", *base]
+    )
+    assert other.exit_code == 2, other.output
+    assert other.output.strip() == (
+        'error: run "r" was made from a.yaml with models openai/a,openai/b, not from b.yaml; '
+        "continue it without --suite, or start a new run: `konkord run --suite b.yaml "
+        "--models A,B --run NEW_NAME`"
+    )
+    assert manifest.read_bytes() == before
+    assert len(openai_server.requests) == sent
+    # the same suite, named again (even by another path to it), continues the run
+    again = CliRunner().invoke(
+        cli, ["run", "--suite", "./a.yaml", "--models", "openai/a,openai/b", "--run", "r", *base]
+    )
+    assert again.exit_code == 0, again.output
+    assert len(openai_server.requests) == sent

@@ -90,12 +90,17 @@ def test_a_task_file_path_cannot_leave_the_results_folder(tmp_path: Path, split_
 
 
 @pytest.mark.parametrize("name", ["demo-python-codegen", "demo-support-replies"])
-def test_results_files_written_whole_still_read(name: str) -> None:
-    """The demo's committed results files were written whole, before task files existed."""
+def test_results_files_written_whole_still_read(name: str, tmp_path: Path) -> None:
+    """A results file as every konkord before task files wrote it: tasks inline, no
+    `task_files` field, written by json.dumps."""
     data = json.loads((REPO / "results" / f"{name}.json").read_text())
-    assert "task_files" not in data and data["tasks"]
-    results = read_results(REPO / "results" / f"{name}.json")
+    data.pop("task_files", None)
+    assert data["tasks"]
+    old = tmp_path / f"{name}.json"
+    old.write_text(json.dumps(data, indent=1, ensure_ascii=False))
+    results = read_results(old)
     assert [task.id for task in results.tasks] == [task["id"] for task in data["tasks"]]
+    assert results == read_results(REPO / "results" / f"{name}.json")
 
 
 def test_the_site_serves_the_task_files_beside_the_summary(
@@ -247,3 +252,43 @@ def test_a_task_with_many_pairs_shows_the_notable_ones_and_links_the_rest(
     # and the second page's links lead back to the task page's answers and pairs
     for link in other.select("p.judged a"):
         assert str(link["href"]).startswith("../index.html#")
+
+
+def test_repeated_strings_are_kept_once_and_odd_text_still_reads(tmp_path: Path) -> None:
+    log = EvidenceLog(tmp_path / "runs" / "r")
+    judge = "sim-judge/referee:accuracy=0.85"
+    log.append_many("verdicts", [{"task_id": f"t{n}", "judge": judge} for n in range(3)])
+    records = log.records("verdicts")
+    assert records[0]["judge"] is records[2]["judge"], "one copy of a repeated value"
+    # a lone surrogate (possible in model output) is stored as \\u escapes and reads back
+    log.append("verdicts", {"task_id": "t9", "judge": judge, "raw": "a\ud800b", "x": 1e-7})
+    assert log.records("verdicts")[-1] == {
+        "task_id": "t9",
+        "judge": judge,
+        "raw": "a\ud800b",
+        "x": 1e-7,
+    }
+
+
+def test_the_build_checks_task_files_by_hash_without_parsing_them(
+    tmp_path: Path, split_small: None
+) -> None:
+    results = make_results("big", models=["m/a", "m/b"], judges=["j/x"], n_tasks=2)
+    path = tmp_path / "big.json"
+    write_results(results, path)
+    head = read_results(path, tasks=False)
+    assert head.tasks == [] and head.task_files is not None
+    assert head.judge_blocks == results.judge_blocks
+    shard = tmp_path / "big.tasks" / f"{results.tasks[0].id}.json"
+    shard.write_bytes(shard.read_bytes() + b" ")
+    with pytest.raises(KonkordError, match="the task files are not the ones"):
+        read_results(path, tasks=False)
+
+
+def test_blank_lines_and_a_last_line_without_newline_still_read(tmp_path: Path) -> None:
+    log = _verdicts(tmp_path)
+    path = log.path("verdicts")
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\n\n", 1) + b'{"task_id": "t3", "n": 3}')
+    assert [r["n"] for r in log.records("verdicts")] == [0, 1, 2, 3]
+    path.write_bytes(b"\n\n")
+    assert log.records("verdicts") == []

@@ -21,7 +21,7 @@ from konkord.configuration.runspec import resolve_run
 from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.results.schema import write_results
 from konkord.site.markdown import render_markdown
-from konkord.stages.calibrate.calibrate import calibrate_run
+from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stats import bootstrap, comparisons, verdicts, wilson_interval
 from konkord.stats.floors import sign_tests
@@ -263,3 +263,41 @@ def test_method_sentences_are_written_from_what_ran(project: Path) -> None:
     # the site's prose holds no method sentence of its own
     prose = (Path(__file__).resolve().parents[1] / "content" / "methodology.md").read_text()
     assert "percentile" not in prose and "rank group" not in prose
+
+
+def test_the_anchored_ranking_passes_the_same_gate(project: Path) -> None:
+    """3 unanimous tasks, 8 models, people agreeing everywhere: the judge ranking claims no
+    ordering (an exact sign test over 3 tasks cannot reach 5%), and neither may the anchored
+    or the labels-only ranking (before: all 28 orderings, intervals like [97.6%, 97.6%])."""
+    models = [f"m/{c}" for c in "abcdefgh"]
+    unanimous_run(project, 3, models)
+    log = EvidenceLog(project / "runs" / "r")
+    for k in range(3):
+        for x, a in enumerate(models):
+            for b in models[x + 1 :]:
+                log.append(
+                    "labels",
+                    {
+                        "kind": "label",
+                        "task_id": f"t{k:02d}",
+                        "model_a": a,
+                        "model_b": b,
+                        "labeller": "ana",
+                        "winner": a,
+                        "shown_first": a,
+                        "source": "human",
+                        "created_at": now_iso(),
+                    },
+                )
+    block = build_results(resolve_run("r"), FAST).judge_blocks[0]
+    assert [c for c in block.claims if c.kind == "above"] == []
+    anchored = block.anchored
+    assert anchored is not None and anchored.status == "anchored"
+    assert anchored.claims == []
+    for ranking in (anchored.ratings, anchored.labels_only):
+        assert len(ranking) == 8
+        assert {(r.rank_best, r.rank_worst) for r in ranking} == {(1, 8)}
+        for r in ranking:
+            iv = r.win_rate_vs_field
+            assert iv.low is not None and iv.high is not None and iv.high - iv.low > 0.05
+    assert not any("separates" in d and "significant" not in d for d in anchored.disagreements)

@@ -81,12 +81,60 @@ def test_bad_suite_gives_one_clear_error(name: str) -> None:
     assert str(caught.value) == f"{path}:{BAD_SUITES[name]}"
 
 
+# What `konkord validate` lists where a stage says "(and N more problems)": every problem.
+VALIDATE_ALL: dict[str, list[str]] = {
+    "unknown_key.yaml": [
+        '5: tasks[0].promt is not a known field (did you mean "prompt"?)',
+        "4: tasks[0].prompt is required",
+    ],
+    "unknown_top_key.yaml": [
+        '2: rubrik is not a known field (did you mean "rubric"?)',
+        "1: rubric is required",
+    ],
+}
+
+
 @pytest.mark.parametrize("name", sorted(BAD_SUITES))
 def test_validate_exits_non_zero_and_prints_the_error(name: str) -> None:
     path = BAD / name
     result = CliRunner().invoke(cli, ["validate", str(path)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"error: {path}:{BAD_SUITES[name]}"
+    expected = VALIDATE_ALL.get(name, [BAD_SUITES[name]])
+    assert result.stderr.splitlines() == [f"error: {path}:{problem}" for problem in expected]
+    assert result.stdout == ""
+
+
+def test_validate_lists_tests_that_do_not_compile_and_a_missing_deployments_file(
+    tmp_path: Path,
+) -> None:
+    """Issue 24: validate passed both, and hid a second problem behind "(and 1 more problem)"."""
+    (tmp_path / "s.yaml").write_text(
+        "name: s\nanswer_language: python\nrubric: Correct code wins.\ntasks:\n"
+        "  - id: add\n    prompt: Write add.\n    checks: [tests]\n    tests: |\n"
+        "      assert add(1, 2) == 3\n      assert add(2, 2) == = 4\n"
+        "  - id: sub\n    prompt: Write sub.\n    tests: 'assert sub(1 == 0'\n"
+    )
+    (tmp_path / "runs.json").write_text(
+        '{"runs": [\n'
+        '  {"name": "a", "suite": "s.yaml", "models": ["sim/x", "sim/y"],\n'
+        '   "deployments": "gone.json"},\n'
+        '  {"name": "b", "suite": "missing.yaml", "models": ["sim/x", "sim/y"]}\n'
+        "]}\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "runs.json"),
+                                      str(tmp_path / "s.yaml")])
+    assert result.exit_code == 2
+    suite, runs = tmp_path / "s.yaml", tmp_path / "runs.json"
+    assert result.stderr.splitlines() == [
+        f"error: {suite}:10: tasks[0].tests do not compile: invalid syntax",
+        f"error: {suite}:13: tasks[1].tests do not compile: '(' was never closed",
+        f'error: {runs}:3: runs[0].deployments "gone.json" was not found (looked for '
+        f"{tmp_path / 'gone.json'})",
+        f'error: {runs}:4: runs[1].suite "missing.yaml" was not found (looked for '
+        f"{tmp_path / 'missing.yaml'})",
+        f"error: {suite}:10: tasks[0].tests do not compile: invalid syntax",
+        f"error: {suite}:13: tasks[1].tests do not compile: '(' was never closed",
+    ]
     assert result.stdout == ""
 
 

@@ -30,8 +30,18 @@ def report(status_fd: int, status: dict[str, Any]) -> NoReturn:
     os._exit(0)
 
 
-def answer_names(channel: wire.Channel, status_fd: int) -> dict[str, Any]:
-    """The names the answer defined, once its code ran; reports and exits when it did not."""
+def names_used(code: Any) -> set[str]:
+    """Every global or free name the tests' code (and the code nested in it) refers to."""
+    used = set(code.co_names)
+    for constant in code.co_consts:
+        if type(constant) is type(code):
+            used |= names_used(constant)
+    return used
+
+
+def answer_names(channel: wire.Channel, status_fd: int, wanted: set[str]) -> dict[str, Any]:
+    """The names the answer defined that the tests use, once its code ran; reports and exits
+    when it did not run."""
     try:
         first = channel.receive()
         if first["op"] == "failed":
@@ -42,10 +52,12 @@ def answer_names(channel: wire.Channel, status_fd: int) -> dict[str, Any]:
         names = first.get("names")
         if first["op"] != "ready" or type(names) is not dict:
             raise wire.ProtocolError("the answer's side did not say it was ready")
-        # A name of the builtins (len, all, isinstance, ValueError...) stays the builtin: the
+        # Only names the tests use, never a dunder (`__builtins__` would replace every builtin
+        # the tests call) and never a builtin's name (len, all, isinstance, ValueError...): the
         # answer does not get to redefine what the tests use to check it.
-        return {str(name): channel.decode(value) for name, value in names.items()
-                if str(name).isidentifier() and not hasattr(builtins, str(name))}
+        return {name: channel.decode(value) for name, value in names.items()
+                if name in wanted and not name.startswith("_")
+                and not hasattr(builtins, name)}
     except wire.ProtocolError as exc:
         report(status_fd, {"ok": False, "broken": str(exc)[:300],
                            "closed": isinstance(exc, wire.Closed)})
@@ -56,10 +68,17 @@ def main() -> None:
     with open(sys.argv[4]) as handle:
         tests = handle.read()
     channel = wire.Channel(os.fdopen(replies, "rb"), os.fdopen(requests, "wb"), trusted=True)
-    namespace: dict[str, Any] = {"__name__": "__konkord_tests__"}
-    namespace.update(answer_names(channel, status_fd))
     try:
-        exec(compile(tests, "tests.py", "exec"), namespace)
+        code = compile(tests, "tests.py", "exec")
+    except SyntaxError as exc:
+        report(status_fd, {"ok": False, "stage": "tests.py", "error": "SyntaxError",
+                           "message": str(exc.msg)[:300], "line": exc.lineno,
+                           "text": (exc.text or "").strip()[:300]})
+    namespace = answer_names(channel, status_fd, names_used(code))
+    # The tests' builtins are this process's own, whatever the answer sent.
+    namespace.update(__name__="__konkord_tests__", __builtins__=builtins)
+    try:
+        exec(code, namespace)
     except BaseException as exc:
         import traceback
 

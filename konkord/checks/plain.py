@@ -55,12 +55,10 @@ try:  # json's C core, without the json package: importing it (re, enum...) cost
     _encode = _json.make_encoder(None, _no_default, _json.encode_basestring_ascii, None, ":",
                                  ",", False, False, True)
 
-    def dumps(value: object) -> str:
-        """Compact JSON for plain data (dicts with text keys, lists, text, numbers)."""
+    def _dumps(value: object) -> str:
         return "".join(_encode(value, 0))
 
-    def loads(text: str) -> object:
-        """The value of one JSON document with nothing around it; ValueError otherwise."""
+    def _loads(text: str) -> object:
         try:
             value, end = _scan(text, 0)
         except StopIteration:
@@ -72,13 +70,36 @@ try:  # json's C core, without the json package: importing it (re, enum...) cost
 except ImportError:  # another Python: the json package does the same, a little slower
     import json
 
-    def dumps(value: object) -> str:
-        """Compact JSON for plain data (dicts with text keys, lists, text, numbers)."""
+    def _dumps(value: object) -> str:
         return json.dumps(value, separators=(",", ":"))
 
-    def loads(text: str) -> object:
-        """The value of one JSON document; ValueError otherwise."""
+    def _loads(text: str) -> object:
         return json.loads(text)
+
+
+def _without_digit_limit(convert: Callable[[Any], Any], value: Any) -> Any:
+    """`convert(value)` with Python's int-string limit (4,300 digits) lifted for this one
+    conversion: a correct answer's factorial(2000) must cross, while the answer's and the
+    tests' own code keep the limit. The message size limit still bounds every integer."""
+    get_limit = getattr(sys, "get_int_max_str_digits", None)
+    if get_limit is None:  # a Python without the limit
+        return convert(value)
+    limit = get_limit()
+    sys.set_int_max_str_digits(0)
+    try:
+        return convert(value)
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
+def dumps(value: object) -> str:
+    """Compact JSON for plain data (dicts with text keys, lists, text, numbers of any size)."""
+    return _without_digit_limit(_dumps, value)  # type: ignore[no-any-return]
+
+
+def loads(text: str) -> object:
+    """The value of one JSON document with nothing around it; ValueError otherwise."""
+    return _without_digit_limit(_loads, text)
 
 
 class ProtocolError(Exception):

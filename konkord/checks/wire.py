@@ -10,6 +10,8 @@ callback). Values are plain data: None, bool, int, float, str, list, and tagged 
 set, frozenset, bytes and slice. Decoding builds only those builtin types, so no object with a
 rigged `__eq__` can cross. Any other object stays where it lives and crosses as a handle; the
 other side sees a `Remote` whose calls and operations are requests, and whose `==` is identity.
+An iterator of the tests (a generator...) crosses as its items, never as a handle: a live
+generator would show the answer its frame, and with it the tests' variables.
 
 The trusted side is strict about what it accepts (message size, nesting, known handles, no
 private attributes of its objects); anything wrong with a message ends the check as a failure.
@@ -34,6 +36,20 @@ else:
 MAX_MESSAGE = 32 * 1024 * 1024  # bytes of one JSON line
 MAX_DEPTH = 200  # nesting of one value
 MAX_NESTING = 64  # callbacks inside calls inside callbacks...
+MAX_ITEMS = 1_000_000  # items of one iterator the tests pass, materialised to cross
+
+
+def _live_types() -> tuple[type, ...]:
+    try:
+        raise ValueError
+    except ValueError as exc:
+        traceback = exc.__traceback__
+    return (type(sys._getframe()), type(_live_types.__code__), type(traceback), type(sys))
+
+
+# What the tests' objects never show the answer, whatever the attribute's name: a frame (its
+# f_globals hold the tests' expected values), code (its constants), a traceback, a module.
+LIVE_TYPES = _live_types()
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "iter": iter,
@@ -166,6 +182,8 @@ class Channel:
                               for v in (value.start, value.stop, value.step)]}
         if isinstance(value, Remote) and object.__getattribute__(value, "_channel") is self:
             return {"back": object.__getattribute__(value, "_ref")}
+        if self.trusted and hasattr(kind, "__next__"):
+            return {"iter": [self.encode(v, args, down) for v in self._materialise(value)]}
         named = plain.by_name(value)
         if named is not None:
             return {"stdlib": named}
@@ -184,6 +202,18 @@ class Channel:
                 converted = convert(value)
                 return converted, type(converted)
         return value, kind
+
+    @staticmethod
+    def _materialise(iterator: Any) -> list[Any]:
+        """The items of an iterator (a generator...) of the tests: it crosses as data, since a
+        live generator would show the answer its frame, and with it the tests' variables."""
+        items: list[Any] = []
+        for item in iterator:
+            if len(items) == MAX_ITEMS:
+                raise ValueError(f"an iterator of more than {MAX_ITEMS} items cannot cross "
+                                 "to the answer (pass a list)")
+            items.append(item)
+        return items
 
     def decode(self, data: Any, depth: int = 0) -> Any:
         """The value `data` stands for: builtin types, own objects back, or Remote handles."""
@@ -210,6 +240,8 @@ class Channel:
             return set(items) if tag == "set" else frozenset(items)
         if tag == "bytes" and type(inner) is str:
             return bytes.fromhex(inner)
+        if tag == "iter" and type(inner) is list and not self.trusted:
+            return iter([self.decode(v, down) for v in inner])
         if tag == "slice" and type(inner) is list and len(inner) == 3:
             return slice(*(self.decode(v, down) for v in inner))
         if tag == "back" and type(inner) is int and inner in self.exports:
@@ -356,6 +388,8 @@ class Channel:
                 if op == "setattr":
                     setattr(target, name, args[1])
                 result = getattr(target, name) if op == "getattr" else None
+                if self.trusted and isinstance(result, LIVE_TYPES):
+                    raise AttributeError(f"attribute {name[:40]!r} is not shared")
             elif op in OPERATIONS:
                 result = OPERATIONS[op](target, *args)
             else:

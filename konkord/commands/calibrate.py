@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from konkord.commands.inputs import RUN_NAME
+
 
 @click.command()
-@click.option("--run", "run_name", required=True, help="Run name (from runs.json or a manifest).")
+@click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run name (from runs.json or a manifest).")
 @click.option(
     "--judge", help="Calibrate only this judge [default: every judge in the results file]."
 )
@@ -24,7 +26,7 @@ def calibrate(run_name: str, judge: str | None) -> None:
     `konkord report` would. Calls no model.
     """
     from konkord.configuration.runspec import resolve_run
-    from konkord.stages.calibrate.calibrate import calibrate_run
+    from konkord.stages.calibrate.calibrate_run import calibrate_run
 
     spec = resolve_run(run_name)
     if not spec.results_path.exists():

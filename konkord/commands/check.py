@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from konkord.commands.inputs import COUNT, RUN_NAME
+
 # Shown in --help; konkord.checks.sandbox.Limits' defaults (a test keeps the two equal).
 LIMITS_HELP = (
     "wall time 10 s, CPU time 10 s, memory 512 MB, 32 processes,\n  "
@@ -21,10 +23,10 @@ LIMITS_HELP = (
     )
 )
 @click.option(
-    "--run", "run_name", required=True, help="Run name (in runs.json, or started by `konkord run`)."
+    "--run", "run_name", type=RUN_NAME, required=True, help="Run name (in runs.json, or started by `konkord run`)."
 )
 @click.option(
-    "--concurrency", default=2, show_default=True, help="Answers checked in parallel."
+    "--concurrency", type=COUNT, default=2, show_default=True, help="Answers checked in parallel."
 )
 @click.option(
     "--sandbox",

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from konkord.commands.inputs import RUN_NAME
+
 
 @click.group(name="import")
 def import_cmd() -> None:
@@ -15,10 +17,10 @@ def import_cmd() -> None:
 
 @import_cmd.command(name="mt-bench-human")
 @click.argument(
-    "paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+    "paths", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
 @click.option(
-    "--run", "run_name", default="mt-bench-human", show_default=True, help="Name of the new run."
+    "--run", "run_name", type=RUN_NAME, default="mt-bench-human", show_default=True, help="Name of the new run."
 )
 @click.option(
     "--with-authors",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from konkord.commands.inputs import COUNT, MAX_TOKENS, RUN_NAME, finite
 from konkord.commands.large_run_options import (
     batch_status,
     large_run_options,
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 @click.command()
 @click.option(
-    "--run", "run_name", required=True, help="Run name (in runs.json, or started by `konkord run`)."
+    "--run", "run_name", type=RUN_NAME, required=True, help="Run name (in runs.json, or started by `konkord run`)."
 )
 @click.option(
     "--judge",
@@ -28,9 +29,10 @@ if TYPE_CHECKING:
     multiple=True,
     help="Judge model (litellm name); repeat for a panel. Default: the run's judges in runs.json.",
 )
-@click.option("--concurrency", default=8, show_default=True, help="Parallel judge calls.")
+@click.option("--concurrency", type=COUNT, default=8, show_default=True, help="Parallel judge calls.")
 @click.option(
     "--max-tokens",
+    type=MAX_TOKENS,
     default=8192,
     show_default=True,
     help="Output token cap per judge call (a reasoning judge on a tight cap spends it thinking).",
@@ -45,13 +47,19 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--accept-at",
-    type=click.FloatRange(0.5, 1.0),
+    type=finite(0.5, 1.0),
     help="Averaged confidence at which the first pass decides a pair [default: 0.8].",
 )
 @click.option(
     "--confidence",
     help="Where the first pass's confidence comes from: logprobs (of the verdict token) or "
     "samples:N (vote share of N calls per order at temperature 1) [default: logprobs].",
+)
+@click.option(
+    "--audit",
+    type=click.IntRange(min=0),
+    help="Pairs the first pass decided that the strong judge judges too, so labels can compare "
+    "the cascade with the strong judge alone [default: the run's, else the label plan's n].",
 )
 @large_run_options
 def judge(
@@ -63,6 +71,7 @@ def judge(
     first_pass: str | None,
     accept_at: float | None,
     confidence: str | None,
+    audit: int | None,
     batch: bool,
     dry_run: bool,
     max_cost: float | None,
@@ -76,13 +85,14 @@ def judge(
     failed or stale. Credentials come from the environment or a .env file.
     """
     from konkord.commands.progress import progress_bar
+    from konkord.configuration.credentials import url_credentials_problem
     from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
     from konkord.providers.model_names import check_model_names
     from konkord.stages.judge.judge import judge_run, planned_calls, preflight, summary_lines
 
-    if max_tokens <= 0:
-        raise KonkordError("--max-tokens must be a positive number of tokens")
+    if url_credentials_problem(api_base):
+        raise KonkordError(f"--api-base {url_credentials_problem(api_base)}")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
     named = (*chosen, *([first_pass] if first_pass else []))
@@ -97,11 +107,18 @@ def judge(
 
     if not dry_run:  # one writer for the whole command: the cascade's run.json and every call
         click.get_current_context().with_resource(run_lock(spec.run_dir, "judge"))
-    plan = cascade_plan(spec, judges, first_pass, accept_at, confidence)
+    plan = cascade_plan(spec, judges, first_pass, accept_at, confidence, audit)
     if plan is not None:
+        if dry_run and not batch and max_cost is None:
+            from konkord.stages.dry_run import cascade_estimates
+
+            estimates, strong_line = cascade_estimates(spec, plan, max_tokens)
+            print_estimates(estimates, False)
+            click.echo(strong_line)
+            return
         if batch or dry_run or max_cost is not None:
             raise KonkordError(
-                "--batch, --dry-run and --max-cost do not drive a first-pass cascade yet: "
+                "--batch and --max-cost do not drive a first-pass cascade yet: "
                 "judge without them, or without the cascade"
             )
         run_cascade(spec, plan, concurrency, max_tokens, api_base)

@@ -18,6 +18,7 @@ def cascade_plan(
     first_pass: str | None,
     accept_at: float | None,
     confidence: str | None,
+    audit: int | None = None,
 ) -> CascadePlan | None:
     """The cascade to run: from the options, else the run's own when no --judge was given."""
     from konkord.configuration.runs_config import Cascade, parse_confidence
@@ -28,13 +29,19 @@ def cascade_plan(
         raise KonkordError(f"--confidence {exc}") from None
     if first_pass is None:
         if judges or spec.cascade is None:
-            if accept_at is not None or confidence is not None:
-                raise KonkordError("--accept-at and --confidence need --first-pass CHEAP_JUDGE")
+            if accept_at is not None or confidence is not None or audit is not None:
+                raise KonkordError(
+                    "--accept-at, --confidence and --audit need --first-pass CHEAP_JUDGE"
+                )
             return None
         plan = plan_of(spec, accept_at)
         if plan is None:
             return None
-        return replace(plan, confidence=confidence or plan.confidence)
+        return replace(
+            plan,
+            confidence=confidence or plan.confidence,
+            audit=plan.audit if audit is None else audit,
+        )
     strong = judges or spec.judges[:1]
     if len(strong) != 1:
         raise KonkordError("--first-pass needs exactly one strong judge: give --judge STRONG")
@@ -45,7 +52,9 @@ def cascade_plan(
             "another model, judging for the cascade only"
         )
     default = spec.cascade.accept_at if spec.cascade else 0.8
-    plan = CascadePlan(first_pass, strong[0], accept_at or default, confidence or "logprobs")
+    plan = CascadePlan(
+        first_pass, strong[0], accept_at or default, confidence or "logprobs", audit
+    )
     if not spec.in_runs_file:
         from konkord.configuration.runspec import write_manifest
 
@@ -54,6 +63,7 @@ def cascade_plan(
             strong=plan.strong,
             accept_at=plan.accept_at,
             confidence=plan.confidence,
+            audit=plan.audit,
         )
         judges_now = tuple(dict.fromkeys([*spec.judges, plan.strong]))
         write_manifest(replace(spec, judges=judges_now, cascade=cascade))

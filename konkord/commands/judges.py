@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from konkord.commands.inputs import RUN_NAME
+
 
 @click.command()
-@click.option("--run", "run_name", required=True, help="Run name (from runs.json or a manifest).")
+@click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run name (from runs.json or a manifest).")
 def judges(run_name: str) -> None:
     """Compare the run's judges with people, with executed tests and with each other.
 
@@ -17,20 +19,26 @@ def judges(run_name: str) -> None:
     per 1,000 comparisons and median latency. Then the people's agreement with
     each other, the line the table is read against, and the panel ranking (all
     judges' verdicts pooled) beside each judge's own order. Reads
-    results/<run>.json (run `konkord report` first). Calls no model.
+    results/<run>.json, computing it first (as `konkord report` would) where
+    it is missing or older than the judge table. Calls no model.
     """
     from konkord.configuration.runspec import resolve_run
-    from konkord.errors import KonkordError
     from konkord.results.judges_table import judge_table
-    from konkord.results.schema import read_results
+    from konkord.results.schema import read_results, write_results
     from konkord.stages.report.judges_print import format_judge_table
 
     spec = resolve_run(run_name)
-    results = read_results(spec.results_path)
-    if results.judge_panel is None:
-        raise KonkordError(
-            f"{spec.results_path} predates the judge table; "
-            f"run `konkord report --run {spec.name}` to add it"
+    results = read_results(spec.results_path) if spec.results_path.exists() else None
+    if results is None or results.judge_panel is None:
+        from konkord.stages.report.report import ReportOptions, build_results
+
+        why = "no" if results is None else "an older"
+        click.echo(
+            f"{why} {spec.results_path}: computing it first, as `konkord report --run "
+            f"{spec.name}` would",
+            err=True,
         )
+        results = build_results(spec, ReportOptions())
+        write_results(results, spec.results_path)
     for line in format_judge_table(spec.name, judge_table(results)):
         click.echo(line)

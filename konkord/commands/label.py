@@ -4,30 +4,32 @@ from __future__ import annotations
 
 import click
 
+from konkord.commands.inputs import PORT, PROBABILITY, RUN_NAME, SEED, whole
+
 
 @click.command()
-@click.option("--run", "run_name", required=True, help="Run whose comparisons to label.")
+@click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run whose comparisons to label.")
 @click.option(
     "--n",
-    type=click.IntRange(min=0),
+    type=whole(0, 10_000_000),
     help="How many labels you give in all [default: the run's label plan, 100].",
 )
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     help="Seed of the labelling order and of which answer is shown first "
     "[default: the run's label plan, 0]. The same seed resumes the same queue.",
 )
 @click.option("--labeller", help="Your name in the labels [default: your login name].")
 @click.option(
     "--overlap",
-    type=click.FloatRange(0, 1),
+    type=PROBABILITY,
     default=0.5,
     show_default=True,
     help="Share of your queue drawn from items other people labelled "
     "(for human-vs-human agreement).",
 )
-@click.option("--port", type=int, default=8501, show_default=True, help="Local port of the app.")
+@click.option("--port", type=PORT, default=8501, show_default=True, help="Local port of the app.")
 @click.option(
     "--address",
     default="127.0.0.1",

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from konkord.commands.inputs import DOLLARS
+
 if TYPE_CHECKING:
     from konkord.providers.budget import Estimate
     from konkord.providers.llm import ModelClient
@@ -18,7 +20,7 @@ def large_run_options(command: F) -> F:
     """Add `--batch`, `--dry-run` and `--max-cost USD` to a command."""
     command = click.option(
         "--max-cost",
-        type=click.FloatRange(min=0),
+        type=DOLLARS,
         metavar="USD",
         help="Launch no call that could take the run's spending (its evidence included) past "
         "USD; calls in flight finish and are saved. Rerun with a higher cap to continue.",

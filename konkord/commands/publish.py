@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
+from konkord.commands.inputs import RUN_NAME
+
 
 @click.command()
-@click.argument("name")
+@click.argument("name", type=RUN_NAME)
 @click.option(
     "--runs",
     "runs_file",

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import click
 
+from konkord.commands.inputs import RUN_NAME, SEED_LIMIT, whole
+
 
 @click.command()
-@click.option("--run", "run_name", required=True, help="Run name (from runs.json or `konkord run`).")
+@click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run name (from runs.json or `konkord run`).")
 @click.option("--out", type=click.Path(path_type=Path), help="Results file [default: results/<run>.json].")
-@click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples.")
-@click.option("--seed", default=0, show_default=True, help="Bootstrap seed (same seed, same intervals).")
+@click.option("--resamples", type=whole(1, 1_000_000), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=whole(0, SEED_LIMIT, "a whole number from 0 that fits in 64 bits"), default=0, show_default=True, help="Bootstrap seed (same seed, same intervals).")
 @click.option(
     "--resample",
     type=click.Choice(["task", "judgments"]),

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from konkord.commands.inputs import COUNT, MAX_TOKENS, RUN_NAME, SECONDS, SEED, TEMPERATURE, whole
 from konkord.commands.large_run_options import (
     batch_status,
     large_run_options,
@@ -24,32 +25,33 @@ if TYPE_CHECKING:
 @click.option(
     "--run",
     "run_name",
+    type=RUN_NAME,
     help="Run name (default: the suite file's name). A run listed in runs.json supplies its "
     "suite, models and settings; an earlier unlisted run remembers them in runs/NAME/run.json.",
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=COUNT,
     default=8,
     show_default=True,
     help="Parallel calls per model.",
 )
 @click.option(
-    "--max-tokens", type=click.IntRange(min=1), help="Output token cap per answer [default: 4096]."
+    "--max-tokens", type=MAX_TOKENS, help="Output token cap per answer [default: 4096]."
 )
 @click.option(
-    "--temperature", type=click.FloatRange(min=0), help="Sampling temperature [default: 0]."
+    "--temperature", type=TEMPERATURE, help="Sampling temperature [default: 0]."
 )
-@click.option("--seed", type=int, help="Sampling seed, where the provider supports one [default: 0].")
+@click.option("--seed", type=SEED, help="Sampling seed, where the provider supports one [default: 0].")
 @click.option("--api-base", help="Base URL of an OpenAI-compatible server (for local models).")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=SECONDS,
     help="Seconds to wait for one response before retrying [default: $KONKORD_TIMEOUT or 120].",
 )
 @click.option(
     "--retries",
-    type=click.IntRange(min=0),
+    type=whole(0, 100),
     default=4,
     show_default=True,
     help="Retries after a rate limit, server error or timeout (exponential backoff from "
@@ -87,10 +89,13 @@ def run(
     import asyncio
     import warnings
 
+    from konkord.configuration.credentials import url_credentials_problem
     from konkord.evidence.log import EvidenceLog, TornLineWarning
     from konkord.providers.model_names import check_model_names
     from konkord.stages.run import answers_to_make
 
+    if url_credentials_problem(api_base):
+        raise _error(f"--api-base {url_credentials_problem(api_base)}")
     spec = plan_run(suite_path, models, run_name, max_tokens, temperature, seed, api_base)
     log = EvidenceLog(spec.run_dir)
     with warnings.catch_warnings():
@@ -102,8 +107,7 @@ def run(
         check_model_names(routed, "--models", spec.settings.api_base)
 
         from konkord.commands.progress import progress_bar
-        from konkord.configuration.credentials import has_url_credentials
-        from konkord.configuration.runspec import manifest_path, write_manifest
+        from konkord.configuration.runspec import write_manifest
         from konkord.evidence.stopping import run_lock
         from konkord.providers.door import check_options, check_prices, make_client
         from konkord.providers.llm import missing_credentials
@@ -131,13 +135,6 @@ def run(
         click.get_current_context().with_resource(run_lock(spec.run_dir, "run"))
         if not spec.in_runs_file:
             write_manifest(spec)
-            if has_url_credentials(spec.settings.api_base):
-                click.echo(
-                    f"note: the credentials in --api-base are used but not stored in "
-                    f"{manifest_path(spec.name)}; give --api-base again to later stages, or "
-                    "put the key in .env",
-                    err=True,
-                )
         if log.read("answers").torn:
             click.secho(
                 f"note: {log.path('answers')} ends with an incomplete line (a crash mid-write); "
@@ -217,6 +214,18 @@ def _model_list(models: str | None) -> tuple[str, ...]:
     return names
 
 
+def _same_suite(previous: RunSpec, suite_path: Path) -> None:
+    """Refuse to point an existing run at another suite: its answers, verdicts and labels are
+    of the suite it was made from, and rewriting run.json would mix two suites under one name."""
+    if suite_path.resolve() == previous.suite_path.resolve():
+        return
+    raise _error(
+        f'run "{previous.name}" was made from {previous.suite_path} with models '
+        f"{','.join(previous.models)}, not from {suite_path}; continue it without --suite, "
+        f"or start a new run: `konkord run --suite {suite_path} --models A,B --run NEW_NAME`"
+    )
+
+
 def plan_run(
     suite_path: Path | None,
     models: str | None,
@@ -246,7 +255,7 @@ def plan_run(
     from konkord.providers.llm import CallSettings
 
     model_list = _model_list(models)
-    name = run_name or (suite_path.stem if suite_path else None)
+    name = run_name if run_name is not None else (suite_path.stem if suite_path else None)
     if name is None:
         raise _error("give --suite PATH --models A,B (or --run NAME of a run in runs.json)")
     if not SLUG.match(name):
@@ -276,6 +285,8 @@ def plan_run(
                 if suite_path is None or not model_list:
                     raise  # its message says how to write it again
                 # --suite and --models say everything it held: it is written afresh
+        if previous is not None and suite_path is not None:
+            _same_suite(previous, suite_path)
         chosen_suite = suite_path or (previous.suite_path if previous else None)
         chosen_models = model_list or (previous.models if previous else ())
         if chosen_suite is None or not chosen_models:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
+from konkord.commands.inputs import PORT
 from konkord.commands.site_options import site_options
 
 
 @click.command()
-@click.option("--port", default=8787, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--port", type=PORT, default=8787, show_default=True, help="Port on 127.0.0.1.")
 @site_options("Folder the site is written to and served from.")
 def serve(port: int, out: Path, runs_file: Path) -> None:
     """Preview the site at http://127.0.0.1:PORT/ while you edit it.

@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from konkord.commands.inputs import PROBABILITY, SEED_LIMIT, finite, whole
 
 if TYPE_CHECKING:
     from konkord.stages.simulate.simulate import Plan
 
 
 def _rates(value: str | None) -> list[float] | None:
+    from konkord.errors import KonkordError
+
     if not value:
         return None
     try:
         rates = [float(part.rstrip("%")) for part in value.split(",") if part.strip()]
     except ValueError:
-        raise click.BadParameter(f'"{value}" is not a comma-separated list of numbers') from None
+        raise KonkordError(f"--win-rates {value}: expected win rates, e.g. 80,70,55") from None
+    if not rates or not all(math.isfinite(r) and 0 <= r <= 100 for r in rates):
+        raise KonkordError(f"--win-rates {value}: expected win rates from 0 to 100, e.g. 80,70,55")
     return [r / 100 if r > 1 else r for r in rates]
 
 
 @click.command()
-@click.option("--models", "n_models", default=5, show_default=True, help="Number of models.")
+@click.option("--models", "n_models", type=whole(2, 1000), default=5, show_default=True, help="Number of models.")
 @click.option(
     "--spread",
+    type=finite(0, 50),
     default=2.0,
     show_default=True,
     help="Logits between the strongest and weakest model (evenly spaced).",
@@ -35,46 +43,56 @@ def _rates(value: str | None) -> list[float] | None:
     "80,70,55,30; rates averaging below 50% are read as leaving ties out "
     "(overrides --models and --spread).",
 )
-@click.option("--tasks", "n_tasks", default=25, show_default=True, help="Tasks in the study.")
+@click.option("--tasks", "n_tasks", type=whole(2, 1_000_000), default=25, show_default=True, help="Tasks in the study.")
 @click.option(
     "--task-effect",
+    type=finite(0, 20),
     default=0.5,
     show_default=True,
     help="SD (logits) of how much a model's strength varies from task to task.",
 )
-@click.option("--judge-accuracy", type=float, help="P(the judge reads a pair right) [0.85].")
+@click.option("--judge-accuracy", type=PROBABILITY, help="P(the judge reads a pair right) [0.85].")
 @click.option(
-    "--flip-rate", type=float, help="Instead of --judge-accuracy: the judge's order-flip rate."
+    "--flip-rate", type=PROBABILITY, help="Instead of --judge-accuracy: the judge's order-flip rate."
 )
 @click.option(
     "--position-bias",
+    type=PROBABILITY,
     default=0.5,
     show_default=True,
     help="When unsure, how often the judge takes the answer shown first (0.5 = none).",
 )
 @click.option(
-    "--tie-rate", default=0.1, show_default=True, help="When unsure, how often it says TIE."
+    "--tie-rate", type=PROBABILITY, default=0.1, show_default=True, help="When unsure, how often it says TIE."
 )
-@click.option("--label-budget", default=0, show_default=True, help="Comparisons people label.")
+@click.option("--label-budget", type=whole(0, 10_000_000), default=0, show_default=True, help="Comparisons people label.")
 @click.option(
-    "--labeller-accuracy", default=0.8, show_default=True, help="P(a person labels right)."
+    "--labeller-accuracy", type=PROBABILITY, default=0.8, show_default=True, help="P(a person labels right)."
 )
 @click.option(
     "--judge-bias",
-    type=float,
+    type=finite(-20, 20),
     help="A judge that favours one model by this many logits (with --label-budget): prints "
     "how often judge-only, labels-only and human-anchored intervals cover people's ranking.",
 )
 @click.option(
     "--favour",
-    type=int,
+    type=whole(1, 1000),
     help="Which model the biased judge favours, 1 = strongest [middle of the field].",
 )
-@click.option("--gap", type=float, help="Also price this gap (0.10 = ten points of win rate).")
-@click.option("--runs", default=200, show_default=True, help="Simulated runs.")
-@click.option("--resamples", default=500, show_default=True, help="Bootstrap resamples per run.")
+@click.option(
+    "--length-bias",
+    type=finite(-50, 50),
+    help="A judge that prefers longer answers by this many log-odds per unit of normalised "
+    "length difference (weaker models writing longer): prints how often the plain and the "
+    "style-controlled intervals cover people's ranking, and the coefficient's coverage.",
+)
+@click.option("--gap", type=finite(0, 1, low_open=True), help="Also price this gap (0.10 = ten points of win rate).")
+@click.option("--runs", type=whole(1, 1_000_000), default=200, show_default=True, help="Simulated runs.")
+@click.option("--resamples", type=whole(10, 1_000_000), default=500, show_default=True, help="Bootstrap resamples per run.")
 @click.option(
     "--sweep-runs",
+    type=whole(0, 1_000_000),
     default=80,
     show_default=True,
     help="Runs per point of the tasks sweep (0 skips the sweep and the plot).",
@@ -86,7 +104,7 @@ def _rates(value: str | None) -> list[float] | None:
     show_default=True,
     help="Where to write the SVG of separation against tasks.",
 )
-@click.option("--seed", default=0, show_default=True, help="Seed of the simulation.")
+@click.option("--seed", type=whole(0, SEED_LIMIT, "a whole number from 0 that fits in 64 bits"), default=0, show_default=True, help="Seed of the simulation.")
 def simulate(
     n_models: int,
     spread: float,
@@ -101,6 +119,7 @@ def simulate(
     labeller_accuracy: float,
     judge_bias: float | None,
     favour: int | None,
+    length_bias: float | None,
     gap: float | None,
     runs: int,
     resamples: int,
@@ -167,6 +186,9 @@ def simulate(
     if judge_bias is not None:
         _biased_judge(plan, judge_bias, favour, names)
         return
+    if length_bias is not None:
+        _length_biased_judge(plan, length_bias)
+        return
     click.echo(f"simulating {runs} runs ...", err=True)
     outlook = sim.run_plan(plan)
     sweep = None
@@ -210,3 +232,16 @@ def _biased_judge(plan: Plan, bias: float, favour: int | None, names: list[str])
         strength=plan.strength, favoured=favoured - 1,
     )
     click.echo("\n".join(anchored_lines(plan, study, bias, names[favoured - 1])))
+
+
+def _length_biased_judge(plan: Plan, coefficient: float) -> None:
+    """The length-biased-judge study: plain and style-controlled intervals against people."""
+    from konkord.stages.simulate.simulate_summary import style_lines
+    from konkord.stats.style_sim import style_coverage_study
+
+    click.echo(f"simulating {plan.runs} runs with a length-biased judge ...", err=True)
+    study = style_coverage_study(
+        plan.runs, plan.n_models, plan.n_tasks, coefficient, resamples=plan.resamples,
+        seed=plan.seed, strength=plan.strength,
+    )
+    click.echo("\n".join(style_lines(plan, study, coefficient)))

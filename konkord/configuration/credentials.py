@@ -89,6 +89,24 @@ def strip_url_credentials(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query_text, parts.fragment))
 
 
+URL_CREDENTIALS_PROBLEM = (
+    "holds credentials (user:password@ or a key in the query string), which Konkord does not "
+    "send: give the address alone (e.g. http://127.0.0.1:8000/v1) and put the key in "
+    "OPENAI_API_KEY or the provider's key variable (in the shell or .env)"
+)
+
+
+def url_credentials_problem(url: str | None) -> str | None:
+    """Why a server address cannot be used, when it carries credentials; None when it is fine.
+
+    litellm's HTTP clients cannot send them: user:password@ collides with the key's
+    Authorization header, and a query string ends up in the middle of the request path. So
+    they are refused before anything is sent, naming the stripped address only."""
+    if not has_url_credentials(url):
+        return None
+    return f"{strip_url_credentials(str(url))} {URL_CREDENTIALS_PROBLEM}"
+
+
 def has_url_credentials(url: str | None) -> bool:
     """Whether a URL carries something strip_url_credentials() would take out."""
     return bool(url) and strip_url_credentials(str(url)) != url

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
+from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.suite import parse_located
 from konkord.configuration.yamlpos import load_json
 from konkord.errors import KonkordError
@@ -30,8 +31,16 @@ class Deployment(BaseModel):
     model: str | None = None  # the litellm model name here (default: the model it serves)
     api_base: str | None = None
     api_key_env: str | None = None  # the environment variable holding this deployment's key
-    rpm: int | None = Field(default=None, gt=0)
-    tpm: int | None = Field(default=None, gt=0)
+    rpm: int | None = Field(default=None, gt=0, le=10**9)
+    tpm: int | None = Field(default=None, gt=0, le=10**12)
+
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_credentials_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="before")
     @classmethod

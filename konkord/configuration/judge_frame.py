@@ -165,14 +165,17 @@ _VERDICT_LINE = re.compile(
     rf"[ \t]*{_EMPH}[ \t]*$",
     re.IGNORECASE,
 )
+# A fenced code block's opening or closing line (CommonMark): three or more backticks or tildes,
+# indented at most three spaces; a backtick fence's info string has no backtick.
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 _THINKING = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 
 
 def parse_verdict(text: str | None) -> ParsedVerdict:
     """Read the judge's own verdict line; never guess a winner from anything else.
 
-    Thinking blocks (<think>...</think>) are skipped: a verdict the judge only considered is
-    not its verdict. Verdict lines that disagree ("VERDICT: 1" ... "VERDICT: 2") are
+    Thinking blocks (<think>...</think>) and fenced code blocks are skipped: a verdict the
+    judge only considered, or quoted, is not its verdict. Verdict lines that disagree ("VERDICT: 1" ... "VERDICT: 2") are
     "ambiguous", a failure: taking the last would be a guess. Lines are read with lookalike
     letters folded (fullwidth, invisible characters), as the judge's reader would."""
     if text is None or not text.strip():
@@ -180,8 +183,20 @@ def parse_verdict(text: str | None) -> ParsedVerdict:
     visible = _THINKING.sub("", text)
     lines = visible.splitlines()
     found_at: dict[str, int] = {}  # verdict -> its last line
+    fence: str | None = None  # the open code fence, if any: what it holds is quoted, not said
     for index, line in enumerate(lines):
-        found = _VERDICT_LINE.match(fold_lookalikes(line))
+        folded = fold_lookalikes(line)
+        marker = _FENCE.match(folded)
+        if marker is not None:
+            run = marker.group(1)
+            if fence is None:
+                fence = run
+            elif run[0] == fence[0] and len(run) >= len(fence) and not folded[marker.end():].strip():
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        found = _VERDICT_LINE.match(folded)
         if found:
             found_at[found.group(1).lower()] = index
     if len(found_at) > 1:

@@ -13,7 +13,9 @@ from pydantic import (
     field_validator,
 )
 
+from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.deployments import Deployment
+from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.suite import SLUG, parse_located, slug_problem
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
@@ -25,7 +27,7 @@ DEFAULT_RUNS_FILE = Path("runs.json")
 class Price(BaseModel):
     """Prices in dollars per million tokens, for models litellm's cost map does not know."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(ge=0)
@@ -34,17 +36,17 @@ class Price(BaseModel):
 class Generation(BaseModel):
     """Settings that change an answer; each is part of the answer's cache key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    temperature: float | None = 0.0
-    max_tokens: int = Field(default=4096, gt=0)
-    seed: int | None = 0
+    temperature: float | None = Field(default=0.0, ge=0, le=TEMPERATURE_LIMIT)
+    max_tokens: int = Field(default=4096, gt=0, le=MAX_TOKENS_LIMIT)
+    seed: int | None = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
 
 
 class SimulatedLabeller(BaseModel):
     """A simulated person for demo runs: agrees with the truth with probability `accuracy`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     accuracy: float = Field(ge=0, le=1)
@@ -55,8 +57,8 @@ class LabelPlan(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    n: int = Field(default=100, ge=0)
-    seed: int = 0
+    n: int = Field(default=100, ge=0, le=10_000_000)
+    seed: int = Field(default=0, ge=-SEED_LIMIT - 1, le=SEED_LIMIT)
     simulated_labellers: tuple[SimulatedLabeller, ...] = ()
 
 
@@ -78,12 +80,18 @@ class Cascade(BaseModel):
     orders, and a pair goes to the strong judge unless both orders agree and its averaged
     confidence reaches `accept_at`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     first_pass: str
     strong: str | None = Field(default=None, description="Default: the run's first judge.")
     accept_at: float = Field(default=0.8, ge=0.5, le=1.0)
     confidence: str = "logprobs"
+    audit: int | None = Field(
+        default=None,
+        ge=0,
+        description="Pairs the first pass decided that the strong judge also judges, so labels "
+        "can compare the two on the same pairs. Default: the label plan's n.",
+    )
 
     @field_validator("confidence")
     @classmethod
@@ -111,6 +119,8 @@ class RunEntry(BaseModel):
     generation: Generation = Generation()
     api_base: str | None = None
     cascade: Cascade | None = None
+    # Style control (the ranking with length and formatting taken out) is on unless switched off.
+    style_control: bool = True
     # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
 
@@ -119,6 +129,14 @@ class RunEntry(BaseModel):
     def _slug(cls, value: str) -> str:
         if not SLUG.match(value):
             raise ValueError(slug_problem(value))
+        return value
+
+    @field_validator("api_base")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_credentials_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("suite")
@@ -217,6 +235,10 @@ class RunsFile(BaseModel):
         """Where run `index`'s suite is: relative paths are relative to runs.json's directory."""
         return self._path.parent / self.runs[index].suite
 
+    def deployments_file(self, index: int) -> Path:
+        """Where the deployments file a run names is (beside runs.json)."""
+        return self._path.parent / str(self.runs[index].deployments)
+
     def check_suite_exists(self, index: int) -> None:
         """Refuse a run whose suite file is missing, naming the line in runs.json."""
         suite = self.suite_file(index)
@@ -262,7 +284,10 @@ def load_runs(path: Path | str = DEFAULT_RUNS_FILE, check_suites: bool = False) 
         seen[run.name] = index
         for loc, problem in run.problems():
             raise SuiteError(f"{runs.where(('runs', index, *loc))} {problem}")
-        for field, value in (("suite", Path(run.suite)), ("results", run.results_path)):
+        paths = [("suite", Path(run.suite)), ("results", run.results_path)]
+        if isinstance(run.deployments, str):  # read like the suite: never from outside
+            paths.append(("deployments", Path(run.deployments)))
+        for field, value in paths:
             outside = file_problem(value, path.parent)
             if outside is not None:
                 raise SuiteError(f"{runs.where(('runs', index, field))} {outside}")

@@ -47,6 +47,7 @@ class RunSpec:
     cascade: Cascade | None = None  # a first-pass judge in front of the strong one
     deployments: dict[str, tuple[Deployment, ...]] = field(default_factory=dict)
     deployments_file: Path | None = None  # where `deployments` came from, if from a file
+    style_control: bool = True  # runs.json "style_control": false switches it off
 
     @property
     def run_dir(self) -> Path:
@@ -74,6 +75,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         in_runs_file=True,
         cascade=entry.cascade,
         deployments_file=base / entry.deployments if isinstance(entry.deployments, str) else None,
+        style_control=entry.style_control,
     )
 
 

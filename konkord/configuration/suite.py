@@ -185,6 +185,8 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
         return msg + (f' (did you mean "{close[0]}"?)' if close else " (check the spelling)")
     if kind == "missing":
         return "is required"
+    if kind == "finite_number":
+        return f"should be a finite number, not {error.get('input')}"
     ctx = error.get("ctx") or {}
     bounds = {
         "greater_than_equal": ("must be at least", "ge"),
@@ -211,16 +213,21 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
 
 def _pydantic_message(
     path: Path, located: Located, exc: ValidationError, model: type[BaseModel]
-) -> str:
-    """The first validation error as `file:line: field message`, the way a person reads it."""
+) -> tuple[str, list[str]]:
+    """The first validation error as `file:line: field message`, the way a person reads it
+    (with a count of the others), and every error in that form."""
     # A misspelt key also makes its field "missing": the spelling hint is the useful message.
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    first = errors[0]
-    loc: Loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-    line = f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(first, model)}"
+    problems = []
+    for error in errors:
+        loc: Loc = tuple(p for p in error["loc"] if isinstance(p, str | int))
+        problems.append(
+            f"{path}:{located.line_of(loc)}: {describe_loc(loc)} {_error_text(error, model)}"
+        )
+    line = problems[0]
     if len(errors) > 1:
         line += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return line
+    return line, problems
 
 
 def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
@@ -230,7 +237,8 @@ def parse_located(path: Path, located: Located, model: type[BaseModel]) -> Any:
     try:
         return model.model_validate(located.data)
     except ValidationError as exc:
-        raise SuiteError(_pydantic_message(path, located, exc, model)) from None
+        message, problems = _pydantic_message(path, located, exc, model)
+        raise SuiteError(message, problems) from None
 
 
 def _verdict_line(path: Path, located: Located) -> int:
@@ -271,3 +279,28 @@ def _load_suite(path: Path) -> Suite:
             )
         seen[task.id] = index
     return suite
+
+
+def tests_problems(path: Path | str, suite: Suite) -> list[str]:
+    """`file:line: field message` for each task whose tests do not compile. `konkord validate`
+    asks this; a stage does not (`konkord check` records such tests as the task's failure).
+    The line is the failing line itself inside a block (`tests: |`), else the field's line."""
+    path = Path(path)
+    located: Located | None = None
+    problems = []
+    for index, task in enumerate(suite.tasks):
+        if not task.tests:
+            continue
+        try:
+            compile(task.tests, "tests.py", "exec")
+        except SyntaxError as exc:
+            if located is None:
+                located = load_yaml(path)
+            loc: Loc = ("tasks", index, "tests")
+            line = located.line_of(loc)
+            text = path.read_text(encoding="utf-8").splitlines()
+            header = text[line - 1].split(":", 1)[-1] if line <= len(text) else ""
+            if header.strip()[:1] in ("|", ">") and exc.lineno:
+                line += exc.lineno
+            problems.append(f"{path}:{line}: {describe_loc(loc)} do not compile: {exc.msg}")
+    return problems

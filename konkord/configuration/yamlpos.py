@@ -42,11 +42,9 @@ class Located:
         return 1
 
 
-def read_text(path: Path) -> str:
-    """Read a text file, refusing what is not a regular file, too large, binary or empty.
-
-    Opened without blocking and checked before reading, so a FIFO, a device such as /dev/zero,
-    a directory or a symlink loop gives a one-line error instead of a hang or a traceback."""
+def read_regular_file(path: Path, what: str = "a suite or runs file") -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_MB, or a one-line SuiteError naming it:
+    a FIFO, a device (/dev/zero), a folder or a symlink loop is refused before any read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
@@ -71,7 +69,7 @@ def read_text(path: Path) -> str:
         raise SuiteError(f"{path}: {_file_kind(info.st_mode)}, expected a regular file")
     with os.fdopen(fd, "rb") as handle:
         limit = MAX_FILE_MB * 1024 * 1024
-        too_big = f"{path}: is larger than {MAX_FILE_MB} MB, the limit for a suite or runs file"
+        too_big = f"{path}: is larger than {MAX_FILE_MB} MB, the limit for {what}"
         if info.st_size > limit:
             raise SuiteError(too_big)
         os.set_blocking(fd, True)
@@ -81,6 +79,19 @@ def read_text(path: Path) -> str:
             raise SuiteError(f"{path}: cannot be read ({exc.strerror})") from None
         if len(raw) > limit:
             raise SuiteError(too_big)
+    return raw
+
+
+def read_text(path: Path, what: str = "a suite or runs file") -> str:
+    """Read a text file, refusing what is not a regular file, too large, binary or empty.
+
+    Opened without blocking and checked before reading, so a FIFO, a device such as /dev/zero,
+    a directory or a symlink loop gives a one-line error instead of a hang or a traceback."""
+    return text_of(path, read_regular_file(path, what))
+
+
+def text_of(path: Path, raw: bytes) -> str:
+    """The text of a file's bytes, refusing binary, non-UTF-8 or empty content (path:line)."""
     if b"\x00" in raw:
         raise SuiteError(f"{path}:1: this is a binary file, not text")
     try:

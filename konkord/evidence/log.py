@@ -20,7 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 from konkord.errors import KonkordError
+from konkord.evidence.fields import check_fields
 
 Record = dict[str, Any]
 Key = tuple[Any, ...]
@@ -215,26 +218,62 @@ class EvidenceLog:
 
 
 def parse_stream(path: Path, content: bytes) -> ReadResult:
-    """A stream's bytes as records. The whole file goes through one `json.loads` (its key memo
-    then holds one copy of each field name for all records, not one per record, and one call
-    is faster than one per line); only a file that does not parse is read line by line, to
-    name the line at fault."""
-    lines = content.split(b"\n")
-    last = lines.pop()
-    torn = False
-    if last.strip():
-        if _parses_as_record(last):
-            lines.append(last)
-        else:
-            torn = True
-    lines = [line for line in lines if line.strip()]
-    try:
-        records = json.loads(b"[" + b",".join(lines) + b"]") if lines else []
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        records = None
+    """A stream's bytes as records. The whole file is parsed as one JSON array, its newlines
+    turned into commas in one copy of the bytes (no list of lines: a 300 MB verdict log is held
+    twice at most while parsing, not four times); a file that does not parse that way (a blank
+    line, a bad record) is read line by line, which names the line at fault."""
+    end = content.rfind(b"\n") + 1
+    last = content[end:]
+    torn = bool(last.strip()) and not _parses_as_record(last)
+    body = content if last.strip() and not torn else content[:end]
+    records = _parse_array(_as_array(body)) if body.strip() else []
+    if records is None:  # blank lines, or a record that is not JSON
+        lines = [line for line in body.split(b"\n") if line.strip()]
+        records = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
     if records is None or not all(isinstance(record, dict) for record in records):
         _name_bad_line(path, content)
+    wrong = check_fields(path.stem, records or [])
+    if wrong is not None:  # a hand edit: name its line (the index counts non-blank lines)
+        index, problem = wrong
+        number = [n for n, line in enumerate(content.split(b"\n"), start=1) if line.strip()][index]
+        raise KonkordError(
+            f"{path}:{number}: {problem}; was the evidence log edited by hand? Restore it from git"
+        )
     return ReadResult(records or [], torn)
+
+
+_COMMAS = bytes.maketrans(b"\n", b",")
+_CHUNK = 1 << 22
+
+
+def _as_array(body: bytes) -> bytearray:
+    """`[line,line,...]` from `line\\nline\\n...`: one copy of the bytes."""
+    body = body.rstrip(b"\n")
+    array = bytearray(len(body) + 2)
+    array[0:1] = b"["
+    view = memoryview(body)
+    for start in range(0, len(body), _CHUNK):  # chunk by chunk: no third copy of the file
+        part = view[start : start + _CHUNK]
+        array[1 + start : 1 + start + len(part)] = part.tobytes().translate(_COMMAS)
+    array[-1:] = b"]"
+    return array
+
+
+def _parse_array(data: bytes | bytearray) -> Any:
+    """One JSON array, by pydantic-core's parser where it can: about a third faster than
+    `json.loads`, and with cache_strings it keeps one copy of each short string (a judge's
+    name, a model's, a task id, an answer's hash: the same few thousand values repeated over
+    hundreds of thousands of verdicts), so the parsed records take about half the memory. Text
+    it refuses (a lone surrogate escape, kept in the evidence as \\u escapes) goes to
+    `json.loads`, which reads it as written; None if neither can."""
+    try:
+        return pydantic_core.from_json(data, cache_strings="all")
+    except ValueError:
+        pass
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
 
 
 def _name_bad_line(path: Path, content: bytes) -> None:

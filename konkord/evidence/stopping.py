@@ -166,8 +166,16 @@ def run_lock(run_dir: Path, stage: str) -> Iterator[None]:
         yield
         return
     path = lock_path(run_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # .konkord/locks is a file, or cannot be written
+        folder_is_a_file = path.parent.exists() and not path.parent.is_dir()
+        why = f"{path.parent} is a file" if folder_is_a_file else exc.strerror or exc
+        raise KonkordError(
+            f"{path}: cannot open the run's writer lock ({why}); "
+            f"{path.parent} must be a folder Konkord can write: move away what is there"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

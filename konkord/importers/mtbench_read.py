@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.configuration.yamlpos import read_regular_file, text_of
 from konkord.errors import KonkordError
 
 JUDGE = "gpt4_pair"
@@ -66,8 +68,8 @@ def task_id(question_id: int, turn: int) -> str:
 
 def _read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """Rows of one file with where each came from (file:line or file[row])."""
-    if not path.exists():
-        raise KonkordError(f"{path}: file not found")
+    # Under the suites' rules: a regular file of bounded size (/dev/zero, a FIFO: one line).
+    raw = read_regular_file(path, "an imported file")
     if path.suffix == ".parquet":
         try:
             parquet = importlib.import_module("pyarrow.parquet")
@@ -76,9 +78,9 @@ def _read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
                 f"{path}: reading Parquet needs pyarrow (pip install pyarrow), "
                 "or give the rows as JSONL"
             ) from None
-        rows = parquet.read_table(path).to_pylist()
+        rows = parquet.read_table(io.BytesIO(raw)).to_pylist()
         return [(f"{path}[{k}]", dict(r)) for k, r in enumerate(rows)]
-    text = path.read_text(encoding="utf-8")
+    text = text_of(path, raw)
     if path.suffix == ".json":
         try:
             data = json.loads(text)

@@ -19,7 +19,7 @@ import asyncio
 import gc
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,15 +29,14 @@ from konkord.configuration.credentials import secret_values
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
 from konkord.evidence.stopping import STOP, StopRequested
+from konkord.providers.batch_api import BatchApi
 from konkord.providers.batch_format import (
     BATCH_DISCOUNT,
     MAX_BYTES,
     MAX_REQUESTS,
     STREAM,
     TERMINAL,
-    BatchError,
     Route,
-    json_lines,
     request_line,
     result_of_line,
     route_for,
@@ -108,7 +107,10 @@ class BatchClient(ModelClient):
                 self.budget.settle(hold, None)
             raise
         if self.budget is not None and hold is not None:
-            self.budget.settle(hold, result.cost_usd if result.ok and not result.cached else 0.0)
+            paid = result.ok and not result.cached
+            self.budget.settle(
+                hold, result.cost_usd if paid else 0.0, (result.tokens_in or 0) if paid else None
+            )
         return result
 
     def _route(self, model: str, api_base: str | None) -> Route:
@@ -207,15 +209,10 @@ class BatchClient(ModelClient):
     async def _upload_and_create(self, spool: Spool) -> tuple[str, str]:
         if STOP.requested:  # after Ctrl-C nothing new is submitted (nothing paid yet)
             raise StopRequested("stopped by Ctrl-C before this batch was submitted")
-        litellm = load_litellm()
+        api = self.api()
         creds = spool.route.credentials()
         with open(spool.path, "rb") as handle:
-            uploaded = await self._retrying(
-                "upload the batch file",
-                lambda: litellm.acreate_file(
-                    file=handle, purpose="batch", timeout=self.timeout_s, **creds
-                ),
-            )
+            uploaded = await api.upload(handle, creds)
         models = sorted({r.model for r in spool.requests.values()})
         about: Record = {
             "input_file_id": str(uploaded.id),
@@ -229,64 +226,28 @@ class BatchClient(ModelClient):
         # Recorded before the batch is created: should the process die between the provider
         # creating the batch and the record below, a rerun finds it by its input file.
         self._record({**about, "status": "uploaded"})
-        created = await self._retrying(
-            "create the batch",
-            lambda: litellm.acreate_batch(
-                completion_window="24h",
-                endpoint="/v1/chat/completions",
-                input_file_id=uploaded.id,
-                metadata={"konkord_requests": str(len(spool.requests))},
-                timeout=self.timeout_s,
-                **creds,
-            ),
-        )
+        created = await api.create(str(uploaded.id), len(spool.requests), creds)
         batch_id = str(created.id)
         self._record({**about, "status": "submitted", "batch_id": batch_id})
         self._say(f"batch {batch_id}: {len(spool.requests)} requests submitted ({models[0]})")
         return batch_id, str(uploaded.id)
 
+    def api(self) -> BatchApi:
+        """The provider's batch API with this client's timeout and retry settings."""
+        return BatchApi(self.timeout_s, self.max_retries, self.backoff_base_s, self.backoff_cap_s)
+
     def _record(self, fields: Record) -> None:
         if self.log is not None:
             self.log.append(STREAM, {"kind": "batch", **fields})
 
-    async def _retrying(self, what: str, call: Callable[[], Any]) -> Any:
-        """A batch-API call, retried with backoff on transient errors; a BatchError at the end."""
-        from konkord.providers.loading import classify_error, short_error
-
-        litellm = load_litellm()
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return await call()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                if classify_error(exc, litellm) == "transient" and attempt <= self.max_retries:
-                    await asyncio.sleep(
-                        min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
-                    )
-                    continue
-                raise BatchError(f"--batch: could not {what}: {short_error(exc)}") from None
-
     async def _poll_and_collect(
         self, batch_id: str, route: Route, requests: dict[str, PendingRequest], input_file_id: str
     ) -> None:
-        litellm = load_litellm()
+        api = self.api()
         creds = route.credentials()
         last = ""
         while True:
-            batch = await self._retrying(
-                f"read the status of batch {batch_id}",
-                lambda: litellm.aretrieve_batch(
-                    batch_id=batch_id,
-                    timeout=self.timeout_s,
-                    # litellm's own logging would download and price the whole output file on
-                    # completion (seconds per 10,000 lines, all in memory); Konkord reads it once.
-                    litellm_metadata={"batch_ignore_default_logging": True},
-                    **creds,
-                ),
-            )
+            batch = await api.status(batch_id, creds)
             status = str(batch.status)
             if status != last:
                 self._say(f"batch {batch_id}: {status}")
@@ -298,7 +259,7 @@ class BatchClient(ModelClient):
         tally = Tally(self._response_cache())
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                async for entry in self._lines(str(file_id), creds):
+                async for entry in api.lines(str(file_id), creds):
                     custom_id = entry.get("custom_id")
                     if (
                         isinstance(custom_id, str)
@@ -364,26 +325,6 @@ class BatchClient(ModelClient):
             if not future.done():
                 future.set_result(CallResult(**{**result.__dict__, "cached": True}))
 
-    async def _lines(self, file_id: str, creds: dict[str, Any]) -> AsyncIterator[Record]:
-        """The JSON lines of a provider file, streamed (never the whole file in memory)."""
-        litellm = load_litellm()
-        content = await self._retrying(
-            f"download file {file_id}",
-            lambda: litellm.afile_content(
-                file_id=file_id, stream=True, timeout=self.timeout_s, **creds
-            ),
-        )
-        chunks = getattr(content, "stream_iterator", None)
-        if chunks is None:  # a provider without streaming: the whole file at once
-            data = content.content if hasattr(content, "content") else bytes(content)
-
-            async def one() -> AsyncIterator[bytes]:
-                yield data
-
-            chunks = one()
-        async for entry in json_lines(chunks):
-            yield entry
-
     def _result_of(self, entry: Record, request: PendingRequest) -> CallResult:
         """A batch output or error line as the CallResult a live call would have given."""
         if self._secrets is None:
@@ -438,7 +379,7 @@ class BatchClient(ModelClient):
         input_file_id = str(record["input_file_id"])
         batch_id = record.get("batch_id")
         if batch_id is None:  # uploaded, then the process died: was the batch created?
-            batch_id = await find_batch(self._retrying, route, input_file_id)
+            batch_id = await find_batch(self.api().retrying, route, input_file_id)
             if batch_id is None:
                 self._record({**record, "status": "abandoned", "created_at": now_iso()})
                 return  # never created, never paid: its requests are simply asked again

@@ -19,7 +19,7 @@ from konkord.configuration.call_settings import CallSettings, Message
 from konkord.configuration.credentials import redact
 from konkord.errors import KonkordError
 from konkord.evidence.log import Record
-from konkord.providers.calls import CallResult
+from konkord.providers.calls import CallResult, mark_unusable
 from konkord.providers.loading import MalformedResponse, is_offline_model, load_litellm
 
 # OpenAI's limits per batch (50,000 requests, a 200 MB input file), with room to spare.
@@ -148,7 +148,7 @@ def _parse_body(body: Record, secrets: list[tuple[str, str]]) -> CallResult:
     if not isinstance(usage, dict):
         usage = {}
     content = message.get("content")
-    return CallResult(
+    result = CallResult(
         text=redact(content if isinstance(content, str) else "", False, secrets),
         finish_reason=choices[0].get("finish_reason"),
         tokens_in=int(usage.get("prompt_tokens") or 0),
@@ -156,6 +156,8 @@ def _parse_body(body: Record, secrets: list[tuple[str, str]]) -> CallResult:
         latency_s=None,  # a batch has a turnaround, not a per-call latency
         attempts=1,
     )
+    mark_unusable(result)  # read as a live reply is: no text, or filtered, is a failure
+    return result
 
 
 async def json_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[Record]:

@@ -4,12 +4,14 @@ An estimate counts the real prompts' tokens with litellm's token counter and bou
 by max_tokens, so the cost range runs from "every reply empty" to "every reply at the cap".
 The cap is kept at the door: a call is launched only if what the run has spent (its evidence,
 this process included) plus the upper estimate of every call in flight plus this call's stays
-within it. Once one call is refused, no later one is launched; calls in flight finish and are
+within it; the estimate's prompt tokens are scaled by what the provider is seen to bill (see
+Budget), and each reply settles at its reported usage the moment it lands. Once one call is refused, no later one is launched; calls in flight finish and are
 recorded, so a rerun with a higher cap continues from there and pays for nothing twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,24 +80,57 @@ def spent_in_evidence(log: EvidenceLog) -> float:
     return total
 
 
+@dataclass(eq=False)
+class Hold:
+    """What one launched call holds against the cap until its reply lands."""
+
+    model: str
+    prompt_tokens: int  # litellm's count of the prompt
+    output_usd: float  # a reply at max_tokens
+
+
 @dataclass
 class Budget:
-    """The --max-cost cap, kept at the door (ModelClient.complete and BatchClient.complete)."""
+    """The --max-cost cap, kept at the door (ModelClient.complete and BatchClient.complete).
+
+    litellm's token count can fall short of what a provider bills (a chat template, a hidden
+    system prompt). So each model's first live call goes alone; its reply's reported prompt
+    tokens over litellm's count give the model's ratio, and every call held or launched after
+    that is held at counted tokens x ratio (the largest ratio seen; never below 1). Each reply
+    settles at the cost its reported usage gives, as soon as it lands.
+    """
 
     cap_usd: float
     prices: dict[str, Price]
     spent_before_usd: float = 0.0
-    batch: bool = False
+    batch: bool = False  # batched calls are all in flight at once: no first call alone
     spent_usd: float = 0.0  # by this process
-    in_flight_usd: float = 0.0
     launched: int = 0
     refused: int = 0
     _price_of: dict[str, TokenPrice | None] = field(default_factory=dict, init=False)
+    _prompt_in_flight: dict[str, int] = field(default_factory=dict, init=False)  # per model
+    _output_in_flight_usd: float = field(default=0.0, init=False)
+    _ratio: dict[str, float] = field(default_factory=dict, init=False)
+    _probe: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
 
     @property
     def closed(self) -> bool:
         """Whether a call has been refused (after which none is launched)."""
         return self.refused > 0
+
+    @property
+    def in_flight_usd(self) -> float:
+        """The upper estimate of every call in flight, at each model's ratio as known now."""
+        prompts = sum(
+            tokens * self._ratio.get(model, 1.0) * self.price(model).input
+            for model, tokens in self._prompt_in_flight.items()
+        )
+        return prompts + self._output_in_flight_usd
+
+    def _held(self, hold: Hold) -> float:
+        price = self.price(hold.model)
+        ratio = self._ratio.get(hold.model, 1.0)
+        return hold.prompt_tokens * ratio * price.input + hold.output_usd
 
     def price(self, model: str) -> TokenPrice:
         if model not in self._price_of:
@@ -110,26 +145,49 @@ class Budget:
         return found
 
     def upper_estimate(self, model: str, messages: list[Message], settings: CallSettings) -> float:
-        """The most one call can cost: its prompt's tokens and a reply at max_tokens."""
+        """The most one call can cost: its prompt's tokens (at the model's ratio) and a reply
+        at max_tokens."""
+        return self._held(self._hold(model, messages, settings))
+
+    def _hold(self, model: str, messages: list[Message], settings: CallSettings) -> Hold:
         price = self.price(model)
         prompt = count_tokens(model, messages) if price.input else 0
-        return prompt * price.input + settings.max_tokens * price.output
+        return Hold(model, prompt, settings.max_tokens * price.output)
 
-    async def reserve(self, model: str, messages: list[Message], settings: CallSettings) -> float:
-        """Hold this call's upper estimate, or raise BudgetReached (and launch nothing more)."""
-        estimate = self.upper_estimate(model, messages, settings)
-        total = self.spent_before_usd + self.spent_usd + self.in_flight_usd + estimate
+    async def reserve(self, model: str, messages: list[Message], settings: CallSettings) -> Hold:
+        """Hold this call's upper estimate, or raise BudgetReached (and launch nothing more).
+
+        While a model's first call is out and its ratio unknown, its other calls wait here."""
+        while not self.batch and model not in self._ratio and model in self._probe:
+            await self._probe[model].wait()
+        hold = self._hold(model, messages, settings)
+        total = self.spent_before_usd + self.spent_usd + self.in_flight_usd + self._held(hold)
         if self.closed or total > self.cap_usd + 1e-12:
             self.refused += 1
             raise BudgetReached(f"--max-cost {self.cap_usd:g}: not launched")
-        self.in_flight_usd += estimate
+        if model not in self._ratio and model not in self._probe:
+            self._probe[model] = asyncio.Event()
+        self._prompt_in_flight[model] = self._prompt_in_flight.get(model, 0) + hold.prompt_tokens
+        self._output_in_flight_usd += hold.output_usd
         self.launched += 1
-        return estimate
+        return hold
 
-    def settle(self, hold: float, cost: float | None) -> None:
-        """A reserved call ended: release its hold and count what it cost (the hold if unknown)."""
-        self.in_flight_usd -= hold
-        self.spent_usd += hold if cost is None else cost
+    def settle(self, hold: Hold, cost: float | None, prompt_tokens: int | None = None) -> None:
+        """A reserved call ended: release its hold and count what it cost (the hold if
+        unknown). `prompt_tokens`, what the provider reported for a reply that landed (None
+        for a call that failed or was cancelled), sets the model's ratio."""
+        held = self._held(hold)
+        self._prompt_in_flight[hold.model] -= hold.prompt_tokens
+        self._output_in_flight_usd -= hold.output_usd
+        if prompt_tokens is not None:  # a reply landed (0: no usage reported, the count stands)
+            seen = max(1.0, prompt_tokens / hold.prompt_tokens) if hold.prompt_tokens else 1.0
+            self._ratio[hold.model] = max(seen, self._ratio.get(hold.model, 1.0))
+        probe = self._probe.get(hold.model)
+        if probe is not None and not probe.is_set():
+            if hold.model not in self._ratio:  # the first call failed: the next one goes alone
+                del self._probe[hold.model]
+            probe.set()
+        self.spent_usd += held if cost is None else cost
 
     def report(self) -> str:
         """One line for the end of a stage that hit the cap."""

@@ -25,13 +25,15 @@ class CallResult:
     cost_usd: float | None = None
     latency_s: float | None = None
     error: str | None = None
-    # "transient" (retries exhausted), "permanent", or "empty" (a reply with no text)
+    # "transient" (retries exhausted), "permanent", "empty" (a reply with no text), or
+    # "filtered" (text the provider's content filter cut short, kept in `raw`)
     error_kind: str | None = None
     attempts: int = 0
     cached: bool = False
     logprobs: list[dict[str, Any]] | None = None  # per token: token, logprob, top alternatives
     deployment: str | None = None  # which deployment answered, when several serve the model
     fallbacks: tuple[str, ...] = ()  # deployments that failed before it, in order
+    raw: str | None = None  # the text of a reply that is a failure all the same (filtered)
 
     @property
     def ok(self) -> bool:
@@ -50,6 +52,7 @@ class CallResult:
             "error": self.error,
             "error_kind": self.error_kind,
             "attempts": self.attempts,
+            **({"raw": self.raw} if self.raw is not None else {}),
             **self.route(),
         }
 
@@ -58,6 +61,20 @@ class CallResult:
         if self.deployment is None and not self.fallbacks:
             return {}
         return {"deployment": self.deployment, "fallbacks": list(self.fallbacks)}
+
+
+def mark_unusable(result: CallResult) -> None:
+    """Make a reply that is not an answer a failure: no text (`mark_empty`), or text the
+    provider's content filter stopped (finish_reason content_filter), which may be cut
+    anywhere: its text is kept as `raw`, never as the answer, so a rerun asks again."""
+    if result.text is None or not result.text.strip():
+        mark_empty(result)
+    elif result.finish_reason == "content_filter":
+        result.raw = result.text
+        result.text = None
+        result.error = ("filtered reply (finish_reason content_filter): the provider's content "
+                        "filter stopped it; its text is kept as raw, not as the answer")
+        result.error_kind = "filtered"
 
 
 def mark_empty(result: CallResult) -> None:

@@ -31,7 +31,7 @@ from konkord.evidence.stopping import STOP, StopRequested
 # Re-exported: callers import these from here, the one door to model calls.
 from konkord.providers.calls import CallResult as CallResult
 from konkord.providers.calls import ResponseCache as ResponseCache
-from konkord.providers.calls import mark_empty
+from konkord.providers.calls import mark_unusable
 from konkord.providers.deployments import answered_by, failed_deployment
 from konkord.providers.loading import (
     MalformedResponse,
@@ -201,8 +201,9 @@ class ModelClient:
             # refuses to send a request without one: any placeholder will do.
             kwargs["api_key"] = "no-key"
         failed_on: list[str] = []
-        hold = await self.budget.reserve(model, messages, settings) if self.budget else None
         async with self._semaphore(model):
+            # Held once a slot is free, so the hold is at the model's ratio as known by then.
+            hold = await self.budget.reserve(model, messages, settings) if self.budget else None
             flight = self._launch(hold)  # after the first Ctrl-C, nothing new goes out
             while True:
                 attempts += 1
@@ -243,9 +244,9 @@ class ModelClient:
                         text=None, error=short_error(exc), error_kind=kind, attempts=attempts,
                         fallbacks=tuple(failed_on),
                     )
-        STOP.land(flight)
-        if self.budget and hold is not None:
-            self.budget.settle(hold, result.cost_usd)
+            STOP.land(flight)
+            if self.budget and hold is not None:  # settled by the usage the provider reported
+                self.budget.settle(hold, result.cost_usd, result.tokens_in or 0)
         if cache is not None:
             cache.put(key, result)
         return result
@@ -285,8 +286,7 @@ class ModelClient:
             attempts=attempts,
             logprobs=token_logprobs(choice),
         )
-        if not text.strip():
-            mark_empty(result)
+        mark_unusable(result)
         return result
 
 

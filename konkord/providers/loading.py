@@ -7,6 +7,7 @@ other for it.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from typing import Any
@@ -21,9 +22,12 @@ def env_float(name: str, default: float) -> float:
     if raw is None or not raw.strip():
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise KonkordError(f"{name}={raw!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise KonkordError(f"{name}={raw!r}: expected a finite number, 0 or more")
+    return value
 
 
 _litellm: Any = None

@@ -123,8 +123,10 @@ def task_file_paths(path: Path, files: TaskFiles) -> Iterator[tuple[str, Path]]:
         yield task_id, folder / f"{task_id}.json"
 
 
-def load_tasks(path: Path, results: ResultsT) -> ResultsT:
-    """The results with their tasks read back from `task_files` (unchanged if inline)."""
+def load_tasks(path: Path, results: ResultsT, parse: bool = True) -> ResultsT:
+    """The results with their tasks read back from `task_files` (unchanged if inline); with
+    parse=False the task files are only checked against their hash, and the results come
+    back as they are (no tasks, `task_files` set)."""
     files = results.task_files
     if files is None:
         return results
@@ -140,6 +142,8 @@ def load_tasks(path: Path, results: ResultsT) -> ResultsT:
                 f"({exc.strerror or exc}); {regenerate}"
             ) from None
         digest.update(data)
+        if not parse:
+            continue
         try:
             tasks.append(TaskView.model_validate_json(data))
         except ValidationError as exc:
@@ -153,6 +157,8 @@ def load_tasks(path: Path, results: ResultsT) -> ResultsT:
             f"{path.parent / files.folder}: the task files are not the ones {path} was written "
             f"with (changed or cut short since); {regenerate}"
         )
+    if not parse:
+        return results
     # In memory the results are whole again: where the tasks go is decided when written.
     return results.model_copy(update={"tasks": tasks, "task_files": None})
 

@@ -33,14 +33,19 @@ class JudgeRow:
     longer: R.Proportion | None
     failures: int
     calls: int
-    cost_per_1000: float | None  # None: a price unknown, or no cost recorded (cost_recorded)
-    cost_recorded: bool
+    cost_per_1000: float | None  # None: unknown (no recorded cost and no price in runs.json)
     median_latency_s: float | None
     by_turn: list[R.GroupCalibration] = field(default_factory=list)  # multi-turn tasks only
     # model -> place in this judge's ranking by point estimate (1 = top), ties broken by the fit
     places: dict[str, int] = field(default_factory=dict)
-    # a cascade: the strong judge's row holds the cascade's verdicts (first pass where accepted)
+    # a cascade: its own row, named for what it is (`quick -> steward at 0.8`), holding the
+    # cascade's verdicts (the first pass's where accepted, the strong judge's elsewhere)
     cascade_first_pass: str | None = None
+    # "judge", "cascade", or a cascade's judge on its own: "strong_alone", "first_pass"
+    role: str = "judge"
+    note: str | None = None  # what the row is, where it is not simply a judge
+    people_decided: R.Proportion | None = None  # first pass: on the pairs it decided
+    has_block: bool = True  # whether the leaderboard has a ranking under this row's number
 
 
 @dataclass(frozen=True)
@@ -71,32 +76,30 @@ def _tests(objective: dict[str, Any] | None) -> R.Proportion | None:
     )
 
 
+def _per_1000(cost: R.CostLine | None) -> float | None:
+    """Dollars per 1,000 calls under the one cost rule; None (unknown) where any call's cost
+    is unknown, imported verdicts with no recorded cost included."""
+    if cost is None or cost.cost_usd is None or not cost.calls:
+        return None
+    return 1000.0 * cost.cost_usd / cost.calls
+
+
 def judge_table(results: R.Results) -> JudgeTable:
     """Rows for every judge of a run, sorted by agreement with people where every judge has
     labels to compare with, else by consensus match where there is one, else as listed."""
     panel = results.judge_panel
-    standings = {s.judge: s for s in panel.standings} if panel else {}
+    standing_of = {s.judge: s for s in panel.standings} if panel else {}
     costs = {c.who: c for c in results.cost if c.role == "judge"}
     rows = []
     for number, block in enumerate(results.judge_blocks, start=1):
         cal, diag = block.calibration, block.diagnostics
-        standing = standings.get(block.judge)
-        cost = costs.get(block.judge)
-        calls = cost.calls if cost else 0
-        # Imported verdicts (MT-Bench) carry no tokens, price or time: nothing was recorded,
-        # which is not the same as free.
-        recorded = cost is not None and bool(
-            cost.tokens_in or cost.tokens_out or cost.median_latency_s is not None
-        )
-        per_1000 = (
-            None
-            if cost is None or cost.cost_usd is None or not calls or not recorded
-            else 1000.0 * cost.cost_usd / calls
-        )
+        standing = standing_of.get(block.judge)
+        name = block.cascade.route if block.cascade and block.cascade.route else block.judge
+        cost = costs.get(name) or costs.get(block.judge)
         rows.append(
             JudgeRow(
                 number=number,
-                judge=block.judge,
+                judge=name,
                 people=cal.agreement if cal.status == "calibrated" else None,
                 kappa=cal.kappa if cal.status == "calibrated" else None,
                 tests=_tests(cal.objective),
@@ -106,13 +109,54 @@ def judge_table(results: R.Results) -> JudgeTable:
                 first_shown=diag.positional.share_first,
                 longer=standing.length_preference if standing else None,
                 failures=sum(diag.failures_by_reason.values()),
-                calls=calls,
-                cost_per_1000=per_1000,
-                cost_recorded=recorded,
+                calls=cost.calls if cost else 0,
+                cost_per_1000=_per_1000(cost),
                 median_latency_s=cost.median_latency_s if cost else None,
                 places={r.model: k for k, r in enumerate(block.ratings, start=1)},
                 by_turn=list(cal.by_turn) if cal.status == "calibrated" else [],
                 cascade_first_pass=block.cascade.first_pass if block.cascade else None,
+                role="cascade" if block.cascade else "judge",
+                note=(
+                    f"a cascade: first pass {block.cascade.first_pass} decided "
+                    f"{block.cascade.decided_first_pass} of {block.cascade.pairs} pairs, "
+                    "the strong judge the rest"
+                    if block.cascade
+                    else None
+                ),
+            )
+        )
+    for number, route in enumerate(results.routes, start=len(rows) + 1):
+        cal = route.calibration
+        cost = costs.get(route.judge)
+        decided = route.calibration_decided
+        rows.append(
+            JudgeRow(
+                number=number,
+                judge=route.name,
+                people=cal.agreement if cal.status == "calibrated" else None,
+                kappa=cal.kappa if cal.status == "calibrated" else None,
+                tests=None,
+                consensus=None,
+                consistency=None,
+                flip_rate=route.flip_rate,
+                first_shown=route.positional.share_first,
+                longer=None,
+                failures=route.failures,
+                calls=cost.calls if cost else 0,
+                cost_per_1000=_per_1000(cost),
+                median_latency_s=cost.median_latency_s if cost else None,
+                role=route.role,
+                note=(
+                    f"the strong judge of {route.cascade}, on its own verdicts only "
+                    f"({route.pairs} pairs)"
+                    if route.role == "strong_alone"
+                    else f"the first pass of {route.cascade}: every pair it judged "
+                    f"({route.pairs}); it decided {route.decided}"
+                ),
+                people_decided=(
+                    decided.agreement if decided and decided.status == "calibrated" else None
+                ),
+                has_block=False,
             )
         )
     sorted_by = "the order the run lists its judges"
@@ -158,9 +202,7 @@ def split_text(p: R.Proportion) -> str:
 
 
 def money_per_1000(row: JudgeRow) -> str:
-    """Dollars per 1,000 judgments; "unknown" without a price, "n/a" when no cost was recorded."""
-    if not row.cost_recorded:
-        return "n/a"
+    """Dollars per 1,000 judgments under the one cost rule; "unknown" where it is unknown."""
     return "unknown" if row.cost_per_1000 is None else f"${row.cost_per_1000:.2f}"
 
 

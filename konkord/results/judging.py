@@ -257,6 +257,9 @@ class CascadeSide(Strict):
 class CascadeBlock(Strict):
     """A cheap first pass in front of the strong judge: who decided what, and what it is worth."""
 
+    route: str = Field(
+        default="", description="The cascade's own name, e.g. `quick -> steward at 0.8`."
+    )
     first_pass: str
     strong: str
     accept_at: float
@@ -274,6 +277,33 @@ class CascadeBlock(Strict):
     strong_alone: CascadeSide | None = None
     saved_strong_calls: int | None = None
     saved_cost_usd: float | None = None
+    audited: int = Field(
+        default=0, description="Accepted pairs the strong judge also judged (the audit sample)."
+    )
+    too_few_why: str | None = Field(
+        default=None,
+        description="Why the cascade is not compared with the strong judge alone, and the fix.",
+    )
+
+
+class RouteRow(Strict):
+    """A judge of a cascade seen on its own: the strong judge on its own verdicts only, or the
+    first pass on every pair it judged and on the pairs it decided. The cascade's own row is its
+    judge block (the strong judge's place in the run's list)."""
+
+    name: str
+    role: Literal["strong_alone", "first_pass"]
+    judge: str
+    cascade: str = Field(description="The route name of the cascade it belongs to.")
+    pairs: int = Field(description="Pairs it judged in both orders.")
+    decided: int = Field(description="Of those, pairs whose verdict the cascade kept.")
+    calibration: Calibration = Field(description="Against people on every pair it judged.")
+    calibration_decided: Calibration | None = Field(
+        default=None, description="Against people on the pairs it decided (the first pass)."
+    )
+    flip_rate: Proportion
+    positional: Positional
+    failures: int
 
 
 class CascadePair(Strict):
@@ -286,3 +316,7 @@ class CascadePair(Strict):
     orders_agree: bool
     confidence: float = Field(description="Averaged probability of the order-ab verdict.")
     lean: str = Field(description="Model (or tie) the averaged probabilities favour.")
+    orders_text: str = Field(
+        default="",
+        description="The first pass's two orders as shown: verdict and confidence of each.",
+    )

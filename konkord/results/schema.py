@@ -37,8 +37,10 @@ from konkord.results.judging import (
     Kappa,
     KeyedRate,
     Positional,
+    RouteRow,
     SelectiveRow,
 )
+from konkord.results.style import StyleCoefficient, StyleControl, StyleFitSide, StyleRating
 from konkord.results.tasks import (
     AnswerView,
     CheckView,
@@ -50,7 +52,7 @@ from konkord.results.tasks import (
     TaskView,
 )
 
-# The schema is split by what it describes (results_base, results_judging, results_tasks);
+# The schema is split by what it describes (base, judging, style, tasks);
 # every model is importable from here, as before.
 __all__ = [
     "SCHEMA_VERSION",
@@ -90,8 +92,14 @@ __all__ = [
     "Positional",
     "Proportion",
     "Results",
+    "RouteRow",
     "SelectiveRow",
+    "SelfFamilyNote",
     "Strict",
+    "StyleCoefficient",
+    "StyleControl",
+    "StyleFitSide",
+    "StyleRating",
     "SuiteInfo",
     "TaskFiles",
     "TaskMean",
@@ -161,6 +169,21 @@ class BootstrapInfo(Strict):
     disconnected_handling: str | None = None
 
 
+class SelfFamilyNote(Strict):
+    """A judge of this ranking shares a provider family with ranked models (any source)."""
+
+    judge: str
+    family: str
+    models: list[str]
+    comparisons: int = Field(description="Decided comparisons involving those models.")
+    total: int
+    text: str
+    ratings_without: list[ModelRating] = Field(
+        default=[], description="The ranking fitted without those comparisons."
+    )
+    without_note: str = ""
+
+
 class JudgeBlock(Strict):
     """Everything about the ranking one judge produced; several judges give several blocks."""
 
@@ -183,8 +206,20 @@ class JudgeBlock(Strict):
         default={}, description="Figure captions (rank, forest, heatmap), from what ran."
     )
     calibration: Calibration = Calibration(status="uncalibrated")
+    self_family: list[SelfFamilyNote] = Field(
+        default=[], description="Judges in the same family as ranked models, and what it does."
+    )
     anchored: AnchoredRanking | None = None
     cascade: CascadeBlock | None = None
+    style: StyleControl | None = Field(
+        default=None,
+        description="The style-controlled ranking and coefficients; None when switched off.",
+    )
+
+    @property
+    def route_name(self) -> str:
+        """What the block ranks by, as shown: a cascade's own name, else the judge's."""
+        return self.cascade.route if self.cascade is not None and self.cascade.route else self.judge
 
 
 class CostLine(Strict):
@@ -282,6 +317,11 @@ class Results(Strict):
     judge_panel: JudgePanel | None = Field(
         default=None, description="The judges compared (the Judges page); None in older files."
     )
+    routes: list[RouteRow] = Field(
+        default=[],
+        description="A cascade's judges on their own (strong judge alone, first pass); the "
+        "cascade itself is the strong judge's place in judge_blocks, under its route name.",
+    )
 
     def block(self, judge: str) -> JudgeBlock:
         """The block of one judge."""
@@ -291,8 +331,10 @@ class Results(Strict):
         raise KeyError(judge)
 
 
-def read_results(path: Path | str) -> Results:
-    """Read and validate a results file; another schema version is a clear error."""
+def read_results(path: Path | str, tasks: bool = True) -> Results:
+    """Read and validate a results file; another schema version is a clear error. With
+    tasks=False, a file whose tasks are in files of their own comes back without them, the
+    task files checked against their hash but not parsed."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -301,7 +343,7 @@ def read_results(path: Path | str) -> Results:
     try:  # the common case in one pass of pydantic's own JSON parser
         results = Results.model_validate_json(raw)
         if results.schema_version == SCHEMA_VERSION:
-            return load_tasks(path, results)
+            return load_tasks(path, results, parse=tasks)
     except ValidationError:
         pass  # below, the same checks in steps, for a message that says what is wrong
     try:
@@ -326,7 +368,7 @@ def read_results(path: Path | str) -> Results:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise KonkordError(f"{path}: invalid results file at {where}: {first['msg']}") from None
-    return load_tasks(path, results)
+    return load_tasks(path, results, parse=tasks)
 
 
 def write_results(results: Results, path: Path | str) -> None:

@@ -45,6 +45,9 @@ class AnswerView(Strict):
     cost_usd: float | None = None
     latency_s: float | None = None
     checks: list[CheckView] = []
+    style: dict[str, int] | None = Field(
+        default=None, description="Style features counted once per answer (style control)."
+    )
 
 
 class OrderVerdict(Strict):

@@ -11,6 +11,7 @@ from konkord.site.anchored_svg import anchored_plot
 from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
 from konkord.site.markdown import render_markdown
+from konkord.site.style_svg import style_plot
 from konkord.site.svg import ForestRow, forest_plot, heatmap
 
 
@@ -49,11 +50,14 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
     group_sizes: dict[int, int] = {}
     for rating in block.ratings:
         group_sizes[rating.rank_group] = group_sizes.get(rating.rank_group, 0) + 1
+    style = block.style
+    controlled = {r.model: r for r in style.judge.ratings} if style is not None else {}
     rows = [
         {
             "rating": rating,
             "tied": group_sizes[rating.rank_group] > 1,
             "cost": costs.get(rating.model),
+            "style": controlled.get(rating.model),
         }
         for rating in block.ratings
     ]
@@ -78,12 +82,17 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         f"P(row model above column model), judge {block.judge}",
         [[(a, b) in above for b in order] for a in order],
     )
-    judge_cost = [line for line in results.cost if line.role == "judge" and line.who == block.judge]
+    judge_cost = [
+        line for line in results.cost if line.role == "judge" and line.who == block.route_name
+    ]
     anchored = block.anchored
     return {
         "anchored_plot": anchored_plot(
             block.ratings, anchored.ratings, f"Judge alone and anchored to people, {block.judge}"
         ) if anchored is not None and anchored.status == "anchored" else None,
+        "style_plot": style_plot(
+            style.coefficients, f"Style coefficients of judge {block.judge} and of people"
+        ) if style is not None and any(c.judge is not None for c in style.coefficients) else None,
         "rows": rows,
         "forest": forest,
         "heatmap": grid,
@@ -168,4 +177,4 @@ def calibration_context(results: Results) -> dict[str, Any]:
             if cascade is not None and cascade.labels
             else None
         )
-    return {"sections": sections, "headline": headline}
+    return {"sections": sections, "headline": headline, "routes": results.routes}

@@ -16,6 +16,7 @@ from konkord import __version__
 from konkord.site.formatting import (
     anchor,
     data_html,
+    fmt_coefficient,
     fmt_interval,
     fmt_kappa,
     fmt_money,
@@ -115,6 +116,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         rate=fmt_rate,
         proportion_plain=fmt_proportion_plain,
         kappa=fmt_kappa,
+        coefficient=fmt_coefficient,
         money=fmt_money,
         seconds=fmt_seconds,
         winner=winner_text,

@@ -89,6 +89,15 @@ def fmt_kappa(value: Kappa | None) -> str:
     return f"{value.value:.2f} ({value.low:.2f} to {value.high:.2f})"
 
 
+def fmt_coefficient(value: Interval | None) -> str:
+    """A log-odds coefficient with its interval, signed: "+0.41 (0.30 to 0.52)"."""
+    if value is None or value.estimate is None:
+        return "not estimated"
+    if value.low is None or value.high is None:
+        return f"{value.estimate:+.2f}"
+    return f"{value.estimate:+.2f} ({value.low:+.2f} to {value.high:+.2f})"
+
+
 def fmt_money(value: float | None) -> str:
     if value is None:
         return "unknown"

@@ -147,6 +147,19 @@ COLUMNS = (
 )
 
 
+def length_above_people(results: Results) -> list[dict[str, Any]]:
+    """Judges whose style-controlled length coefficient exceeds people's (the difference's
+    interval above 0), each with the two coefficients and their difference."""
+    out = []
+    for number, block in enumerate(results.judge_blocks, start=1):
+        style = block.style
+        if style is None or not style.length_above_people:
+            continue
+        length = next(c for c in style.coefficients if c.feature == "tokens")
+        out.append({"label": f"J{number}", "judge": block.judge, "coefficient": length})
+    return out
+
+
 def judges_context(results: Results) -> dict[str, Any]:
     """What templates/judges.html shows: rows pre-formatted where a figure is not a plain
     proportion, the panel ranking with each judge's place, and the picture."""
@@ -178,6 +191,7 @@ def judges_context(results: Results) -> dict[str, Any]:
                 "latency": _cell(latency(row)),
             },
             "by_turn": row.by_turn,
+            "ranked": row.has_block,
         }
         for row in table.rows
     ]
@@ -190,13 +204,14 @@ def judges_context(results: Results) -> dict[str, Any]:
     columns: list[tuple[str, Mapping[str, int]]] = []
     if table.panel:
         columns.append(("panel", {r.model: k for k, r in enumerate(table.panel, start=1)}))
-    columns += [(f"J{row.number}", row.places) for row in table.rows]
+    columns += [(f"J{row.number}", row.places) for row in table.rows if row.has_block]
     picture = rank_by_judge(
         table.models,
         columns,
         "Each model's place under the panel (all judges pooled) and under each judge",
     )
     return {
+        "length_above_people": length_above_people(results),
         "table": table,
         "rows": rows,
         "reference": reference,
@@ -206,32 +221,41 @@ def judges_context(results: Results) -> dict[str, Any]:
     }
 
 
+def _figures(name: str, calibration: Mapping[str, Any], standing: Mapping[str, Any]) -> dict[str, Any]:
+    agreement = calibration.get("agreement") or {}
+    kappa = calibration.get("kappa") or {}
+    consensus = standing.get("consensus_match") or {}
+    consistency = standing.get("consistency") or {}
+    return {
+        "judge": name,
+        "agreement": agreement.get("rate"),
+        "agreement_low": agreement.get("low"),
+        "agreement_high": agreement.get("high"),
+        "labels": agreement.get("n"),
+        "kappa": kappa.get("value"),
+        "consensus": consensus.get("estimate"),
+        "consistency": consistency.get("estimate"),
+    }
+
+
 def judge_figures(
-    blocks: Sequence[Mapping[str, Any]], panel: Mapping[str, Any] | None
+    blocks: Sequence[Mapping[str, Any]],
+    panel: Mapping[str, Any] | None,
+    routes: Sequence[Mapping[str, Any]] = (),
 ) -> list[dict[str, Any]]:
-    """Per judge of one run, the figures the runs index lists, from the results file's JSON
-    (raw or dumped): agreement with people, kappa, consensus match, consistency."""
+    """Per row of one run's judges table, the figures the runs index lists, from the results
+    file's JSON (raw or dumped): agreement with people, kappa, consensus match, consistency.
+    A cascade is listed under its own name, its strong judge and first pass on their own
+    verdicts (the same rows as `konkord.stages.judges_table`)."""
     standings = {s["judge"]: s for s in (panel or {}).get("standings", [])}
     out = []
     for block in blocks:
-        calibration = block.get("calibration") or {}
-        agreement = calibration.get("agreement") or {}
-        kappa = calibration.get("kappa") or {}
+        cascade = block.get("cascade") or {}
+        name = str(cascade.get("route") or block.get("judge"))
         standing = standings.get(block.get("judge"), {})
-        consensus = standing.get("consensus_match") or {}
-        consistency = standing.get("consistency") or {}
-        out.append(
-            {
-                "judge": str(block.get("judge")),
-                "agreement": agreement.get("rate"),
-                "agreement_low": agreement.get("low"),
-                "agreement_high": agreement.get("high"),
-                "labels": agreement.get("n"),
-                "kappa": kappa.get("value"),
-                "consensus": consensus.get("estimate"),
-                "consistency": consistency.get("estimate"),
-            }
-        )
+        out.append(_figures(name, block.get("calibration") or {}, standing))
+    for route in routes:
+        out.append(_figures(str(route.get("name")), route.get("calibration") or {}, {}))
     return out
 
 

@@ -32,10 +32,20 @@ class _CalibrationHead(BaseModel):
     kappa: dict[str, Any] | None = None
 
 
+class _CascadeHead(BaseModel):
+    route: str = ""
+
+
+class _RouteHead(BaseModel):
+    name: str
+    calibration: _CalibrationHead
+
+
 class _JudgeBlockHead(BaseModel):
     judge: str = ""
     ratings: list[_RatingHead]
     calibration: _CalibrationHead
+    cascade: _CascadeHead | None = None
 
 
 class ResultsHead(BaseModel):
@@ -52,6 +62,7 @@ class ResultsHead(BaseModel):
     simulated: bool
     judge_blocks: list[_JudgeBlockHead]
     judge_panel: dict[str, Any] | None = None
+    routes: list[_RouteHead] = []
 
 
 @dataclass(frozen=True)
@@ -95,10 +106,15 @@ class RunSummary:
                     {
                         "judge": b.judge,
                         "calibration": b.calibration.model_dump(include=_CALIBRATION),
+                        "cascade": {"route": b.cascade.route} if b.cascade else None,
                     }
                     for b in results.judge_blocks
                 ],
                 results.judge_panel.model_dump() if results.judge_panel else None,
+                [
+                    {"name": r.name, "calibration": r.calibration.model_dump(include=_CALIBRATION)}
+                    for r in results.routes
+                ],
             ),
         )
 
@@ -122,7 +138,9 @@ class RunSummary:
             tasks=int(data["suite"]["task_count"]),
             calibrated=[b["calibration"]["status"] == "calibrated" for b in blocks],
             leader=", ".join(leaders) or None,
-            judge_figures=judge_figures(blocks, data.get("judge_panel")),
+            judge_figures=judge_figures(
+                blocks, data.get("judge_panel"), data.get("routes") or []
+            ),
         )
 
     @classmethod

@@ -78,3 +78,37 @@ def evidence_date(log: EvidenceLog) -> str | None:
         for rec in log.records(stream):
             newest = max(newest, str(rec.get("created_at") or ""))
     return newest[:10] or None
+
+
+def positional(records: list[Record]) -> R.Positional:
+    """How often the answer shown first won, over a judge's single calls."""
+    first = second = ties = unobserved = 0
+    for rec in records:
+        if rec.get("kind") == "failure":
+            continue
+        if rec.get("reconstructed") or rec.get("source") == "import":
+            # Imported votes are combined verdicts written out as two orders: which position
+            # won each order was never observed, so they say nothing about position.
+            unobserved += 1
+            continue
+        pos = rec.get("position_winner")
+        if pos == "1":
+            first += 1
+        elif pos == "2":
+            second += 1
+        else:
+            ties += 1
+    return R.Positional(
+        first=first,
+        second=second,
+        ties=ties,
+        share_first=proportion(first, first + second),
+        measurable=bool(first + second + ties) or not unobserved,
+        not_measurable_why=None
+        if first + second + ties or not unobserved
+        else (
+            f"all {unobserved} order records were imported: the source published one "
+            "combined verdict per pair, written here as two orders that agree by "
+            "construction, so which position the judge favoured was never observed"
+        ),
+    )

@@ -7,6 +7,7 @@ from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.budget import Estimate, estimate_calls
 from konkord.providers.deployments import Deployments
+from konkord.stages.judge.cascade_view import CascadePlan
 
 
 def run_estimates(
@@ -20,6 +21,36 @@ def run_estimates(
         (model, answer_messages(spec.suite, task), settings.max_tokens) for task, model in todo
     )
     return estimate_calls(calls, "model", spec.prices, batch, Deployments(spec.deployments))
+
+
+def cascade_estimates(
+    spec: RunSpec, plan: CascadePlan, max_tokens: int
+) -> tuple[list[Estimate], str]:
+    """The cascade's calls still owed, per judge, and the strong judge's share by name:
+    "escalated + audited" (before the first pass has judged, every pair counts as escalated)."""
+    from konkord.stages.judge.cascade import audit_size, strong_split
+    from konkord.stages.judge.judge import calls_to_make, judge_messages
+
+    first = calls_to_make(spec, (plan.first_pass,))
+    escalated, audited = strong_split(spec, plan)
+    strong = [
+        item
+        for item in calls_to_make(spec, (plan.strong,))
+        if (item.task.id, item.model_a, item.model_b) in escalated | audited
+    ]
+    calls = (
+        (item.judge, judge_messages(spec, item), max_tokens) for item in [*first, *strong]
+    )
+    estimates = estimate_calls(calls, "judge", spec.prices, False, Deployments(spec.deployments))
+    key = {(i.task.id, i.model_a, i.model_b) for i in strong}
+    owed_escalated = len(key & escalated)
+    owed_audited = len(key & (audited - escalated))
+    line = (
+        f"strong judge {plan.strong}: {owed_escalated} escalated + {owed_audited} audited pairs "
+        f"still to judge, two calls each (audit: {audit_size(spec, plan)} pairs the first pass "
+        "decided; a pair the first pass has not judged yet counts as escalated)"
+    )
+    return estimates, line
 
 
 def judge_estimates(

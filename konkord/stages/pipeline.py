@@ -16,7 +16,7 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.door import check_options, make_client
 from konkord.providers.loading import is_offline_model
-from konkord.stages.report.report import ReportOptions, build_results, inputs_digest
+from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stages.run import answers_to_make
 
 Echo = Callable[[str], None]
@@ -40,15 +40,19 @@ def _refuse(spec: RunSpec, stage: str, count: int, why: str) -> KonkordError:
 
 
 def _results_current(spec: RunSpec, options: ReportOptions) -> bool:
+    """Whether the results file was computed from these inputs and reads whole. Its digest is
+    compared first, from the file's head; then the file is validated, its task files checked
+    against their hash but not parsed (the site's render parses them, once)."""
     from konkord.results.schema import read_results
+    from konkord.stages.report.freshness import results_current
 
-    if not spec.results_path.exists():
+    if not spec.results_path.exists() or not results_current(spec, options):
         return False
     try:
-        results = read_results(spec.results_path)
+        read_results(spec.results_path, tasks=False)
     except KonkordError:
         return False
-    return results.inputs_digest == inputs_digest(spec, options)
+    return True
 
 
 def ensure_run(
@@ -91,10 +95,19 @@ def ensure_run(
         from konkord.stages.judge.cascade import cascade_for, cascade_run
         from konkord.stages.judge.judge import judge_run
 
-        owed = _missing_verdicts(spec, judge)
+        # counted above, unless answers were made since (each one is owed a judge's verdicts)
+        owed = _missing_verdicts(spec, judge) if owed_answers else owed_verdicts[judge]
         if not owed:
             continue
         cascade = cascade_for(spec, judge)
+        if cascade is not None:
+            from konkord.stages.judge.cascade import no_logprobs_error, no_logprobs_replies
+
+            # A first pass without log-probabilities is a configuration error: build does not
+            # pay to hear it again.
+            refused = no_logprobs_replies(spec, cascade)
+            if refused:
+                raise no_logprobs_error(spec, cascade, refused)
         who = (judge,) if cascade is None else (cascade.first_pass, judge)
         _require_credentials(spec, f"verdicts of {judge}", owed, who)
         echo(f"  {spec.name}: judging {owed} calls with {' then '.join(who)}")

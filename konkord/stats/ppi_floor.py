@@ -46,21 +46,27 @@ def sandwich_covariance(data: AnchoredData, lam: float, beta: FloatArray, prior:
     return cov
 
 
-def floored_anchored_intervals(fit: AnchoredFit, data: AnchoredData) -> dict[str, Interval]:
-    """The anchored bootstrap's intervals, each widened to its sandwich floor (log-strength,
-    rating and expected win rate; the raw win rate keeps the bootstrap's)."""
+def floored_anchored_intervals(
+    fit: AnchoredFit, data: AnchoredData, base: dict[str, Interval] | None = None
+) -> dict[str, Interval]:
+    """`base` (default: the anchored bootstrap's own intervals), each widened to its
+    sandwich floor: log-strength, rating and expected win rate; the raw win rate is kept, and
+    so is a model with no interval in `base` (NaN: it has no comparisons)."""
     boot = fit.bootstrap
-    out = boot.intervals()
+    out = dict(boot.intervals() if base is None else base)
     beta = boot.point.log_strength
     cov = sandwich_covariance(data, fit.lam, beta, boot.point.prior)
     half = critical_value(boot.level, boot.n_units) * np.sqrt(np.maximum(np.diag(cov), 0.0))
-    low, high = hull(out["log_strength"].lower, out["log_strength"].upper, beta - half, beta + half)
-    out["log_strength"] = Interval(low, high)
-    out["rating"] = Interval(np.exp(low), np.exp(high))
-    ewr = out["expected_win_rate"]
+    none = np.isnan(out["log_strength"].lower)
+
+    def widened(old: Interval, low: FloatArray, high: FloatArray) -> Interval:
+        new_low, new_high = hull(old.lower, old.upper, low, high)
+        return Interval(np.where(none, np.nan, new_low), np.where(none, np.nan, new_high))
+
+    out["log_strength"] = widened(out["log_strength"], beta - half, beta + half)
+    out["rating"] = Interval(np.exp(out["log_strength"].lower), np.exp(out["log_strength"].upper))
     e_low, e_high = _moved_win_rate(beta, beta - half), _moved_win_rate(beta, beta + half)
-    low, high = hull(ewr.lower, ewr.upper, e_low, e_high)
-    out["expected_win_rate"] = Interval(low, high)
+    out["expected_win_rate"] = widened(out["expected_win_rate"], e_low, e_high)
     return out
 
 

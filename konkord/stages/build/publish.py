@@ -1,9 +1,10 @@
 """`konkord publish NAME`: list a run made with `konkord run` or `konkord import` in runs.json,
 so `konkord build` renders it and keeps it up to date.
 
-The entry is taken from the run's manifest (runs/NAME/run.json) and, where the results file
-exists, its models and judges, so build finds the two in agreement. runs.json is rewritten
-atomically (a temporary file, fsync, rename): a crash leaves the old file or the new one.
+The entry is the run's manifest (runs/NAME/run.json), every field kept, with the judges that
+have verdicts in its evidence (imported ones included), so build finds entry and results
+agree. runs.json is rewritten atomically (a temporary file, fsync, rename): a crash leaves the
+old file or the new one.
 """
 
 from __future__ import annotations
@@ -24,19 +25,19 @@ from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 
 
-def _results_names(path: Path) -> tuple[list[str], list[str]] | None:
-    """(models, judges) of an existing results file, or None when there is none to read."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_bytes())
-        return [str(m) for m in data["models"]], [str(j) for j in data["judges"]]
-    except (ValueError, KeyError, TypeError):
-        return None
+def _judges_in_evidence(name: str) -> list[str]:
+    """Every judge with verdicts in the run's evidence, imported ones included."""
+    from konkord.evidence.log import EvidenceLog
+    from konkord.evidence.verdicts import judges_in_log
+
+    run_dir = manifest_path(name).parent
+    return judges_in_log(EvidenceLog(run_dir)) if (run_dir / "verdicts.jsonl").exists() else []
 
 
 def entry_for(name: str) -> dict[str, Any]:
-    """The runs.json entry of an unlisted run, from its manifest and results file."""
+    """The runs.json entry of an unlisted run: every field of its manifest (cascade,
+    deployments, prices, label plan, generation settings), its judges taken from the evidence
+    as `konkord report` takes them, so `konkord build` finds the entry and results agree."""
     path = manifest_path(name)
     if not path.is_file():
         raise KonkordError(
@@ -44,18 +45,21 @@ def entry_for(name: str) -> dict[str, Any]:
             f"`konkord run --suite PATH --models A,B --run {name}` or `konkord import`)"
         )
     manifest = load_manifest(path)
-    models, judges = list(manifest.models), list(manifest.judges)
-    results = Path(f"results/{name}.json")
-    found = _results_names(results)
-    if found is not None:
-        models, judges = found
-    entry: dict[str, Any] = {"name": name, "suite": manifest.suite, "models": models}
+    fields = manifest.model_dump(mode="json", exclude_defaults=True)
+    first_pass = manifest.cascade.first_pass if manifest.cascade is not None else None
+    judges = [
+        j
+        for j in dict.fromkeys([*manifest.judges, *_judges_in_evidence(name)])
+        if j != first_pass  # the first pass is evidence for the cascade, not a judge listed
+    ]
+    entry: dict[str, Any] = {"name": name, "suite": manifest.suite, "models": list(manifest.models)}
     if judges:
         entry["judges"] = judges
+    for key, value in fields.items():
+        if key not in entry and key not in {"judges", "generation"}:
+            entry[key] = value
     if manifest.generation != Generation():
         entry["generation"] = manifest.generation.model_dump()
-    if manifest.api_base:
-        entry["api_base"] = manifest.api_base
     return entry
 
 

@@ -14,10 +14,9 @@ they count as separate comparisons but as one person in `labellers` and `per_lab
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from konkord.configuration.runspec import RunSpec
-from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
@@ -37,8 +36,6 @@ from konkord.stages.calibrate.calibrate_agreement import (
     winner_code,
 )
 from konkord.stages.calibrate.calibrate_print import format_calibration
-from konkord.stages.calibrate.methods import describe
-from konkord.stages.current import answer_shas, good_answers
 from konkord.stats.agreement import (
     CATEGORIES,
     agreement_without_ties,
@@ -47,7 +44,6 @@ from konkord.stats.agreement import (
 )
 
 __all__ = [
-    "calibrate_run",
     "calibration_block",
     "format_calibration",
     "labeller_person",
@@ -191,58 +187,3 @@ def calibration_block(
         human_human=human_human_of(standing),
         disagreements=[_disagreement(c) for c in comparisons if c.human != c.judge],
     )
-
-
-def calibrate_run(
-    spec: RunSpec, judge: str | None = None, echo: Callable[[str], None] = print
-) -> dict[str, R.Calibration]:
-    """Recompute the calibration blocks of a run's results file from its labels, and print them.
-
-    The rest of the file (ratings, diagnostics, the objective block) is left as `report` wrote it.
-    """
-    from konkord.evidence.verdicts import combine_verdicts, load_verdicts
-    from konkord.results.schema import read_results, write_results
-    from konkord.stages.judge.cascade_print import format_cascade
-    from konkord.stages.judge.cascade_report import cascade_block
-    from konkord.stages.judge.cascade_view import cascade_of, final_records
-    from konkord.stages.label.labels import current_labels
-
-    path = spec.results_path
-    if not path.exists():
-        raise KonkordError(
-            f'run "{spec.name}" has no results file at {path}; '
-            f"run `konkord report --run {spec.name}` first"
-        )
-    results = read_results(path)
-    judges = [b.judge for b in results.judge_blocks]
-    if judge is not None and judge not in judges:
-        raise KonkordError(
-            f'{path}: no block for judge "{judge}" (judges: {", ".join(judges) or "none"}); '
-            f"judge with it and run `konkord report --run {spec.name}` first"
-        )
-    log = EvidenceLog(spec.run_dir)
-    answers = good_answers(spec, log)
-    shas = answer_shas(answers)
-    labels = list(current_labels(log).values())
-    out: dict[str, R.Calibration] = {}
-    for block in results.judge_blocks:
-        if judge is not None and block.judge != judge:
-            continue
-        records = load_verdicts(log, block.judge, answer_shas=shas)
-        cascade = cascade_of(spec, log, block.judge, shas)
-        if cascade is not None:  # the block ranks the cascade's verdicts: calibrate those
-            records = final_records(cascade)
-            block.cascade = cascade_block(cascade, labels, spec.prices)
-        combined = combine_verdicts(records)
-        calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
-        calibration.objective = block.calibration.objective
-        block.calibration = calibration
-        describe(block, results.suite.task_count)
-        out[block.judge] = calibration
-        for line in format_calibration(block.judge, calibration):
-            echo(line)
-        for line in format_cascade(block.cascade) if block.cascade is not None else []:
-            echo(line)
-    write_results(results, path)
-    echo(f"updated {path}")
-    return out

@@ -74,17 +74,28 @@ def check_first_pass(plan: CascadePlan, api_base: str | None) -> None:
         )
 
 
-def audit_pairs(spec: RunSpec, log: EvidenceLog) -> set[PairKey]:
-    """Pairs the strong judge judges whatever the first pass says: those labelled, and the
-    label plan's next `n` in its stratified order, so every label can compare both judges."""
+def audit_size(spec: RunSpec, plan: CascadePlan) -> int:
+    """How many accepted pairs the strong judge also judges: the plan's audit, else the label
+    plan's n."""
+    return spec.label_plan.n if plan.audit is None else plan.audit
+
+
+def audit_pairs(spec: RunSpec, log: EvidenceLog, accepted: set[PairKey], n: int) -> set[PairKey]:
+    """Pairs the strong judge judges although the first pass decided them: the first `n` of
+    the label plan's stratified order among the accepted pairs, and every labelled one, so
+    labels can compare the cascade with the strong judge alone on the same pairs."""
     from konkord.stages.current import current_labels
     from konkord.stages.label.sample import pool_for_run, stratified_order
 
     pool = pool_for_run(spec, log)
-    planned = stratified_order(pool, spec.label_plan.seed)[: spec.label_plan.n]
-    keys = {(c.task_id, c.model_a, c.model_b) for c in planned}
-    keys |= {(str(r["task_id"]), str(r["model_a"]), str(r["model_b"])) for r in current_labels(log)}
-    return keys
+    ordered = [
+        (c.task_id, c.model_a, c.model_b) for c in stratified_order(pool, spec.label_plan.seed)
+    ]
+    keys = set([key for key in ordered if key in accepted][:n])
+    labelled = {
+        (str(r["task_id"]), str(r["model_a"]), str(r["model_b"])) for r in current_labels(log)
+    }
+    return keys | (labelled & accepted)
 
 
 def _first_pass_done(
@@ -141,6 +152,29 @@ def _from_samples(item: JudgeItem, samples: list[Record], source: str) -> Record
     }
 
 
+def no_logprobs_error(spec: RunSpec, plan: CascadePlan, replies: int) -> KonkordError:
+    """The configuration error a first pass without log-probabilities is: one line, the fix."""
+    return KonkordError(
+        f'run {spec.name}: first-pass judge "{plan.first_pass}" answered without '
+        f"log-probabilities ({replies} {'reply' if replies == 1 else 'replies'} recorded as "
+        'no_logprobs), so its confidence cannot be read; set "confidence": "samples:5" in the '
+        "run's cascade, or choose a first pass whose provider returns log-probabilities, then "
+        f"`konkord judge --run {spec.name}` (build does not ask it again)"
+    )
+
+
+def no_logprobs_replies(spec: RunSpec, plan: CascadePlan) -> int:
+    """The first pass's current replies that carried no log-probabilities (logprobs plans)."""
+    if plan.samples is not None:
+        return 0
+    log = EvidenceLog(spec.run_dir)
+    fhash = frame_hash(compose_system_prompt(spec.suite))
+    latest = log.latest(
+        "verdicts", lambda r: r.get("judge") == plan.first_pass and r.get("frame_hash") == fhash
+    )
+    return sum(1 for r in latest.values() if r.get("reason") == "no_logprobs")
+
+
 async def first_pass_run(
     spec: RunSpec,
     plan: CascadePlan,
@@ -168,9 +202,13 @@ async def first_pass_run(
     if on_progress:
         on_progress(finished, len(items))
 
+    no_logprobs = 0  # a configuration error: no call is made after the first such reply
+
     async def judge_one(item: JudgeItem) -> None:
-        nonlocal finished
+        nonlocal finished, no_logprobs
         async with gate:
+            if no_logprobs:
+                return
             if plan.samples is None:
                 asked = replace(settings, top_logprobs=TOP_LOGPROBS)
                 use_cache = item.key not in unreadable
@@ -187,6 +225,8 @@ async def first_pass_run(
                     calls += made
                 record = _from_samples(item, samples, plan.confidence)
         log.append("verdicts", record)
+        if record.get("reason") == "no_logprobs":
+            no_logprobs += 1
         where = f"{item.task.id} / {item.model_a} vs {item.model_b} ({item.order})"
         tally.count(record, where, all(c.cached for c in calls))
         finished += 1
@@ -194,6 +234,8 @@ async def first_pass_run(
             on_progress(finished, len(items))
 
     await asyncio.gather(*(unless_not_launched(judge_one(item)) for item in todo))
+    if no_logprobs:
+        raise no_logprobs_error(spec, plan, no_logprobs)
     done = _first_pass_done(spec, log, plan, items)
     current = [
         r
@@ -204,14 +246,22 @@ async def first_pass_run(
     return tally
 
 
-def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
-    """The pairs the strong judge owes: not accepted by the first pass, or in the audit set."""
+def strong_split(spec: RunSpec, plan: CascadePlan) -> tuple[set[PairKey], set[PairKey]]:
+    """The pairs the strong judge owes, by name: (escalated, audited). A pair the first pass
+    has not judged yet counts as escalated, so before the first pass this is an upper bound."""
     log = EvidenceLog(spec.run_dir)
     pairs = cascade_pairs(spec, log, plan)
     accepted = {k for k, ok in zip(pairs.keys, pairs.accepted, strict=True) if ok}
     items, _ = judge_items(spec, log, (plan.strong,))
     every = {(i.task.id, i.model_a, i.model_b) for i in items}
-    return (every - accepted) | (audit_pairs(spec, log) & every)
+    audited = audit_pairs(spec, log, accepted, audit_size(spec, plan)) & every
+    return every - accepted, audited
+
+
+def strong_pairs(spec: RunSpec, plan: CascadePlan) -> set[PairKey]:
+    """The pairs the strong judge owes: not accepted by the first pass, or in the audit set."""
+    escalated, audited = strong_split(spec, plan)
+    return escalated | audited
 
 
 def cascade_for(spec: RunSpec, judge: str) -> CascadePlan | None:
@@ -284,10 +334,17 @@ def cascade_lines(spec: RunSpec, plan: CascadePlan) -> list[str]:
         return ["cascade: the first pass has no pair judged in both orders yet"]
     deciders = Counter(pairs.decided_by(i) for i in range(total))
     share = deciders["first_pass"] / total
+    audited = sum(
+        1
+        for i, key in enumerate(pairs.keys)
+        if pairs.accepted[i] and (v := pairs.strong.get(key)) is not None and v.complete
+    )
     line = (
         f"cascade at {plan.accept_at:g}: first pass {plan.first_pass} decided "
-        f"{deciders['first_pass']} of {total} pairs ({share:.0%}); escalated to "
-        f"{plan.strong}: {total - deciders['first_pass']}"
+        f"{deciders['first_pass']} of {total} pairs ({share:.0%}); the strong judge "
+        f"{plan.strong} judged {total - deciders['first_pass']} escalated + {audited} audited "
+        f"(of {audit_size(spec, plan)} asked: pairs the first pass decided, judged again so "
+        "labels can compare the two)"
     )
     if deciders["pending"]:
         line += f" ({deciders['pending']} still to judge)"

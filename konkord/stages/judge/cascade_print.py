@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from konkord.results import schema as R
 
 
@@ -25,7 +27,8 @@ def _cost(value: float | None) -> str:
 def format_cascade(block: R.CascadeBlock) -> list[str]:
     """The cascade's figures as lines for a terminal (under 100 columns)."""
     lines = [
-        f"cascade: first pass {block.first_pass} in front of {block.strong}",
+        f"cascade {block.route or block.first_pass}: first pass {block.first_pass}",
+        f"  strong judge {block.strong}",
         f"  accept at {block.accept_at:g} (confidence from {block.confidence}): the first pass "
         f"decided {block.decided_first_pass} of {block.pairs} pairs, the strong judge "
         f"{block.decided_strong}" + (f", {block.pending} pending" if block.pending else ""),
@@ -39,6 +42,18 @@ def format_cascade(block: R.CascadeBlock) -> list[str]:
             f"  {row.threshold:6.2f} {_share(row.decided):>7} {_rate(row.agreement):<21}"
             f"{_share(row.one_order_decided):>8} {_rate(row.one_order_agreement):<22}"
             f"{_rate(row.lean_right)}"
+        )
+    if block.audited:
+        lines.append(
+            f"  audit: the strong judge also judged {block.audited} pairs the first pass decided"
+        )
+    if block.too_few_why:
+        lines += textwrap.wrap(
+            f"against the strong judge alone: not measured. {block.too_few_why}; no saving is "
+            "shown until then.",
+            96,
+            initial_indent="  ",
+            subsequent_indent="  ",
         )
     if block.cascade is None or block.strong_alone is None:
         return lines

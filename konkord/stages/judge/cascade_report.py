@@ -11,6 +11,7 @@ from konkord.configuration.runs_config import Price
 from konkord.evidence.log import Record
 from konkord.results import schema as R
 from konkord.stages.current import proportion
+from konkord.stages.decisions import RunDecisions, cost_of
 from konkord.stages.judge.cascade_view import CascadePairs, outcome_code, winner_of
 from konkord.stats.selective import Rate, cascade_vs_strong, confidence, lean, selective_table
 
@@ -43,35 +44,26 @@ def _strong_outcomes(pairs: CascadePairs) -> np.ndarray:
     return out
 
 
-def _calls_and_cost(records: Iterable[Record], price: Price | None) -> tuple[int, float | None]:
-    """Calls behind the records (N per record for samples) and their cost, None if unknown.
+MIN_AUDITED_LABELS = 10  # labelled accepted pairs the strong judge also judged, to compare
 
-    With a price in runs.json the cost is its tokens at that price, so the comparison uses the
-    prices the run declares now (simulated judges record $0)."""
-    calls, cost = 0, 0.0
-    unknown = False
-    for record in records:
-        calls += len(record.get("samples") or [None])
-        if price is not None:
-            tokens_in, tokens_out = (
-                int(record.get("tokens_in") or 0),
-                int(record.get("tokens_out") or 0),
-            )
-            cost += (
-                tokens_in * price.input_per_million + tokens_out * price.output_per_million
-            ) / 1e6
-        elif record.get("cost_usd") is None:
-            unknown = True
-        else:
-            cost += float(record["cost_usd"])
-    return calls, None if unknown else cost
+
+def _audited(pairs: CascadePairs) -> int:
+    """Accepted pairs the strong judge also judged in both orders: the audit sample."""
+    return sum(
+        1
+        for i, key in enumerate(pairs.keys)
+        if pairs.accepted[i] and (v := pairs.strong.get(key)) is not None and v.complete
+    )
 
 
 def cascade_block(
-    pairs: CascadePairs, labels: list[Record], prices: Mapping[str, Price]
+    decisions: RunDecisions, prices: Mapping[str, Price], run: str = "RUN"
 ) -> R.CascadeBlock:
-    """The cascade section of the strong judge's block."""
+    """The cascade section of the strong judge's block, read from the run's one view."""
+    pairs = decisions.cascade
+    assert pairs is not None
     plan = pairs.plan
+    labels = [label for group in decisions.labels.values() for label in group]
     label_pair, label_outcome = label_arrays(pairs, labels)
     rows = selective_table(
         pairs.probs_ab,
@@ -84,6 +76,7 @@ def cascade_block(
     strong = _strong_outcomes(pairs)
     deciders = [pairs.decided_by(i) for i in range(len(pairs.keys))]
     block = R.CascadeBlock(
+        route=str(decisions.cascade_route),
         first_pass=plan.first_pass,
         strong=plan.strong,
         accept_at=plan.accept_at,
@@ -105,23 +98,42 @@ def cascade_block(
         ],
         labels=len(label_pair),
         compared_labels=int((strong[label_pair] >= 0).sum()) if len(label_pair) else 0,
+        audited=_audited(pairs),
     )
     if len(pairs.keys) == 0:
         return block
-    versus = cascade_vs_strong(pairs.accepted, pairs.verdict_ab, strong, label_pair, label_outcome)
-    first_calls, first_cost = _calls_and_cost(pairs.first_records, prices.get(plan.first_pass))
-    strong_records = [r for v in pairs.strong.values() for r in v.orders.values()]
-    strong_calls, strong_cost = _calls_and_cost(strong_records, prices.get(plan.strong))
-    per_call = None if strong_cost is None or not strong_calls else strong_cost / strong_calls
-    alone_calls = 2 * len(pairs.keys)
-    escalated_calls = 2 * (len(pairs.keys) - int(pairs.accepted.sum()))
-    alone_cost = None if per_call is None else per_call * alone_calls
-    cascade_cost = (
-        None if per_call is None or first_cost is None else first_cost + per_call * escalated_calls
+    # Only labels on pairs the first pass accepted AND the strong judge judged tell the two
+    # apart: on escalated pairs the cascade IS the strong judge.
+    both = (
+        pairs.accepted[label_pair] & (strong[label_pair] >= 0)
+        if len(label_pair)
+        else np.zeros(0, bool)
     )
+    if int(both.sum()) < MIN_AUDITED_LABELS:
+        block.too_few_why = (
+            f"{int(both.sum())} labels fall on pairs the first pass decided and the strong judge "
+            f"also judged; {MIN_AUDITED_LABELS} are needed to compare the cascade with the strong "
+            "judge alone (on escalated pairs the two are the same verdict). After labelling, "
+            f"`konkord judge --run {run}` has the strong judge judge the labelled pairs it lacks"
+        )
+        return block
+    versus = cascade_vs_strong(pairs.accepted, pairs.verdict_ab, strong, label_pair, label_outcome)
+    route = decisions.routes[str(decisions.cascade_route)]
+    spent = route.cost(prices)  # the cascade's own calls, as the run's one view counts them
+    strong_records = [r for v in pairs.strong.values() for r in v.orders.values()]
+    strong_cost = cost_of(strong_records, plan.strong, prices.get(plan.strong))
+    per_call = (
+        None
+        if strong_cost.cost_usd is None or not strong_cost.calls
+        else strong_cost.cost_usd / strong_cost.calls
+    )
+    alone_calls = 2 * len(pairs.keys)
+    escalated_calls = len(route.calls.get(plan.strong, []))
+    alone_cost = None if per_call is None else per_call * alone_calls
+    cascade_cost = spent.cost_usd
     block.cascade = R.CascadeSide(
         agreement=_proportion(versus.cascade),
-        calls=first_calls + escalated_calls,
+        calls=spent.calls,
         strong_calls=escalated_calls,
         cost_usd=cascade_cost,
     )
@@ -135,6 +147,23 @@ def cascade_block(
     if alone_cost is not None and cascade_cost is not None:
         block.saved_cost_usd = alone_cost - cascade_cost
     return block
+
+
+_SCREEN = {"ab": ("Answer 1", "Answer 2", "tie"), "ba": ("Answer 2", "Answer 1", "tie")}
+
+
+def orders_text(pairs: CascadePairs, i: int) -> str:
+    """The first pass's two orders as the judge saw them: "order 1: Answer 2 at 0.99;
+    swapped: Answer 1 at 0.48; orders disagree" (a model shown second is Answer 2)."""
+    parts = []
+    for label, order, probs, code in (
+        ("order 1", "ab", pairs.probs_ab, pairs.verdict_ab),
+        ("swapped", "ba", pairs.probs_ba, pairs.verdict_ba),
+    ):
+        c = int(code[i])
+        parts.append(f"{label}: {_SCREEN[order][c]} at {float(probs[i][c]):.2f}")
+    agree = "orders agree" if pairs.verdict_ab[i] == pairs.verdict_ba[i] else "orders disagree"
+    return "; ".join(parts) + f"; {agree}"
 
 
 def mark_comparisons(tasks: list[R.TaskView], pairs: CascadePairs) -> None:
@@ -156,4 +185,5 @@ def mark_comparisons(tasks: list[R.TaskView], pairs: CascadePairs) -> None:
                 orders_agree=bool(pairs.verdict_ab[i] == pairs.verdict_ba[i]),
                 confidence=float(conf[i]),
                 lean=winner_of(int(leans[i]), key[1], key[2]),
+                orders_text=orders_text(pairs, i),
             )

@@ -8,7 +8,7 @@ escalates is "pending" until the strong judge has judged it in both orders.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +31,7 @@ class CascadePlan:
     strong: str
     accept_at: float
     confidence: str = "logprobs"
+    audit: int | None = None  # accepted pairs the strong judge also judges; None: label plan n
 
     @property
     def samples(self) -> int | None:
@@ -49,7 +50,7 @@ def plan_of(spec: RunSpec, accept_at: float | None = None) -> CascadePlan | None
     if strong is None:
         return None
     threshold = cascade.accept_at if accept_at is None else accept_at
-    return CascadePlan(cascade.first_pass, strong, threshold, cascade.confidence)
+    return CascadePlan(cascade.first_pass, strong, threshold, cascade.confidence, cascade.audit)
 
 
 def cascade_of(
@@ -124,11 +125,33 @@ def cascade_pairs(
 ) -> CascadePairs:
     """Every pair the first pass judged in both orders (with probabilities), decided at the
     plan's threshold, and the strong judge's combined verdicts on the same answers."""
+    return pairs_from_records(
+        spec.models,
+        plan,
+        probability_records(log, plan, shas),
+        load_verdicts(log, plan.strong, answer_shas=shas),
+    )
+
+
+def pairs_from_records(
+    models: Sequence[str],
+    plan: CascadePlan,
+    first_records: list[Record],
+    strong_records: list[Record],
+) -> CascadePairs:
+    """`cascade_pairs` over records already read: the first pass's (those with probabilities
+    from the planned source) and the strong judge's current ones."""
     from konkord.stats.selective import accepted
 
-    records = probability_records(log, plan, shas)
+    records = [
+        r
+        for r in first_records
+        if r.get("kind") == "verdict"
+        and isinstance(r.get("probs"), dict)
+        and r.get("confidence") == plan.confidence
+    ]
     first = {(c.task_id, c.model_a, c.model_b): c for c in combine_verdicts(records) if c.complete}
-    keys = sorted(k for k in first if k[1] in spec.models and k[2] in spec.models)
+    keys = sorted(k for k in first if k[1] in models and k[2] in models)
     probs = {o: np.zeros((len(keys), 3)) for o in ("ab", "ba")}
     codes = {o: np.zeros(len(keys), np.int64) for o in ("ab", "ba")}
     for row, key in enumerate(keys):
@@ -138,7 +161,6 @@ def cascade_pairs(
             probs[order][row] = [terms[c] for c in _CODES]
             codes[order][row] = outcome_code(record["winner"], key[1], key[2])
     ok = accepted(probs["ab"], probs["ba"], codes["ab"], codes["ba"], plan.accept_at)
-    strong_records = load_verdicts(log, plan.strong, answer_shas=shas)
     strong = {(c.task_id, c.model_a, c.model_b): c for c in combine_verdicts(strong_records)}
     return CascadePairs(
         plan,

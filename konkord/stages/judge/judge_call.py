@@ -17,6 +17,7 @@ from konkord.configuration.judge_frame import (
 )
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.suite import Task
+from konkord.errors import NotLaunched
 from konkord.evidence.log import Record, now_iso
 from konkord.evidence.verdicts import answer_sha
 from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
@@ -76,6 +77,35 @@ def _winner(item: JudgeItem, position: str) -> str:
     return shown_first if position == "1" else shown_second
 
 
+def _paid(call: CallResult) -> float | None:
+    """What one call cost the run: a cached or failed call nothing, except an empty reply
+    (the provider billed it)."""
+    unpaid = call.cached or (not call.ok and call.cost_usd is None)
+    return 0.0 if unpaid else call.cost_usd
+
+
+def _reminder_not_sent(
+    base: Record, item: JudgeItem, first: CallResult, why: NotLaunched
+) -> Record:
+    """The record of a reply with no verdict line whose reminder was not launched."""
+    return {
+        **base,
+        "kind": "failure",
+        "reason": "no_verdict_line",
+        "detail": f"no verdict line, and the reminder was not sent ({why}); rerun to send it",
+        "raw": first.text,
+        "reminder_sent": False,
+        "cost_usd": _paid(first),
+        "tokens_in": first.tokens_in or 0,
+        "tokens_out": first.tokens_out or 0,
+        "latency_s": first.latency_s or 0.0,
+        "finish_reason": first.finish_reason,
+        "retried": False,
+        "created_at": now_iso(),
+        **first.route(),
+    }
+
+
 def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
@@ -123,13 +153,16 @@ async def ask_judge(
             {"role": "assistant", "content": first.text or ""},
             {"role": "user", "content": RETRY_REMINDER},
         ]
-        final = await client.complete(item.judge, retry_messages, settings, use_cache)
+        try:
+            final = await client.complete(item.judge, retry_messages, settings, use_cache)
+        except NotLaunched as exc:
+            # The first reply was paid for: it is recorded (as the failure it is) before the
+            # stage stops, so the evidence counts its cost and a rerun sends only the reminder.
+            return _reminder_not_sent(base, item, first, exc), calls
         calls.append(final)
     cost: float | None = 0.0
     for call in calls:
-        # a failed call costs nothing, except an empty reply: the provider billed it
-        unpaid = call.cached or (not call.ok and call.cost_usd is None)
-        cost = _add(cost, 0.0 if unpaid else call.cost_usd)
+        cost = _add(cost, _paid(call))
     record: Record = {
         **base,
         "cost_usd": cost,
@@ -155,6 +188,13 @@ async def ask_judge(
             "reason": "empty_reply",
             "detail": final.error,
             "raw": final.text,
+        }
+    elif not final.ok and final.error_kind == "filtered":
+        record |= {
+            "kind": "failure",
+            "reason": "content_filter",
+            "detail": final.error,
+            "raw": final.raw,
         }
     elif not final.ok:
         record |= {

@@ -74,11 +74,13 @@ def done_keys(
 
 def failed_keys(log: EvidenceLog, judge: str, fhash: str) -> set[tuple[str, str, str, str, str]]:
     """Keys whose current record is a failure: a rerun asks them afresh, never from the cache
-    (the cache would hand back the same empty, cut-off or verdict-less reply)."""
+    (the cache would hand back the same empty, cut-off or verdict-less reply). A reply whose
+    reminder was never sent (--max-cost, Ctrl-C) is the exception: its first call comes from
+    the cache, already paid and recorded, and only the reminder is sent."""
     return {
         (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
         for r in load_verdicts(log, judge, fhash)
-        if r.get("kind") == "failure"
+        if r.get("kind") == "failure" and r.get("reminder_sent") is not False
     }
 
 

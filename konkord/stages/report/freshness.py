@@ -16,6 +16,7 @@ from typing import Literal
 
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
+from konkord.errors import KonkordError
 
 DEFAULT_RESAMPLES = 1000
 ResampleUnit = Literal["task", "judgments"]
@@ -40,14 +41,23 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
     """A hash of everything a results file is computed from, to tell when it is stale."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
+    # Prices set every cost figure where no cost was recorded (the one cost rule).
+    prices = {m: p.model_dump() for m, p in sorted(spec.prices.items())}
+    digest.update(f"|prices={prices}|label_plan_n={spec.label_plan.n}".encode())
+    if not spec.style_control:  # switching it off drops a block from the results
+        digest.update(b"|style_control=off")
     digest.update(spec.suite.model_dump_json().encode())
     if spec.cascade is not None:  # a new threshold re-decides pairs: the results are stale
         digest.update(spec.cascade.model_dump_json().encode())
     for stream in EVIDENCE_STREAMS:
         path = spec.run_dir / f"{stream}.jsonl"
         digest.update(stream.encode())
-        if path.exists():
+        try:
             digest.update(path.read_bytes())
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it
+            raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
     return digest.hexdigest()[:24]
 
 

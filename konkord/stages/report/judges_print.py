@@ -79,11 +79,8 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
     ]
     for row in table.rows:
         lines.append(f"  J{row.number}  {row.judge}")
-        if row.cascade_first_pass:
-            lines.append(
-                f"      a cascade: first pass {row.cascade_first_pass} where confident, "
-                "this judge elsewhere"
-            )
+        if row.note:
+            lines.append(f"      {row.note}")
     lines += ["", HEADER, *(_line(row) for row in table.rows)]
     hh = table.people
     if hh is not None:
@@ -113,6 +110,11 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
             "",
             f"J{row.number} {row.judge}",
             f"  agreement with people  {_full(row.people)}",
+            *(
+                [f"    on the pairs it decided {_full(row.people_decided)}"]
+                if row.people_decided is not None
+                else []
+            ),
             f"  Cohen's kappa          {_kappa(row.kappa)}",
             f"  agreement with tests   {_full(row.tests, ' pairs where one answer passes')}",
             f"  consensus match        {_mean(row.consensus)}",
@@ -147,7 +149,8 @@ def format_ranks(table: JudgeTable) -> list[str]:
         return []
     panel = {r.model: r for r in table.panel}
     width = max((len(m) for m in table.models), default=5)
-    heads = "".join(f"{'J' + str(row.number):>5}" for row in table.rows)
+    ranked = [row for row in table.rows if row.has_block]  # a cascade's judges alone have none
+    heads = "".join(f"{'J' + str(row.number):>5}" for row in ranked)
     title = (
         f"Ranking of the {PANEL}, beside each judge's order by point estimate"
         if panel
@@ -164,6 +167,6 @@ def format_ranks(table: JudgeTable) -> list[str]:
             if rate and wr is not None and wr.low is not None and wr.high is not None:
                 rate += f" ({100 * wr.low:.0f}-{100 * wr.high:.0f}%)"
             panel_cells = f"  {_rank_range(rating):>5}  {rate:<20}"
-        ranks = "".join(f"{row.places.get(model, '-'):>5}" for row in table.rows)
+        ranks = "".join(f"{row.places.get(model, '-'):>5}" for row in ranked)
         lines.append(f"  {model:<{width}}{panel_cells}{ranks}")
     return lines

@@ -14,16 +14,12 @@ from konkord import __version__
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import (
-    CombinedVerdict,
-    combine_verdicts,
-    judges_in_log,
-    load_verdicts,
-)
+from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, judges_in_log
 from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.calibrate.methods import describe
+from konkord.stages.calibrate.route_rows import route_rows
 from konkord.stages.current import (
     answer_shas,
     current_labels,
@@ -32,11 +28,14 @@ from konkord.stages.current import (
     proportion,
     system_prompt_for,
 )
+from konkord.stages.decisions_of import decisions_of
 from konkord.stages.judge.cascade_report import cascade_block, mark_comparisons
-from konkord.stages.judge.cascade_view import cascade_pairs, final_records, plan_of
+from konkord.stages.judge.cascade_view import final_records, plan_of
 from konkord.stages.report.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_digest
 from konkord.stages.report.judges import judge_panel
+from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
+from konkord.stages.report.report_style import answer_features, style_block
 from konkord.stages.report.report_views import cost_line, pass_rates_block, task_views
 
 __all__ = [
@@ -141,17 +140,22 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
     labels = current_labels(log)
     checks = _current_checks(spec)
     plan = plan_of(spec)
-    cascade = None if plan is None else cascade_pairs(spec, log, plan, shas)
+    decisions = decisions_of(spec, log, shas, labels)
+    cascade = decisions.cascade
     if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
         judges = [j for j in judges if j != plan.first_pass]
+    features = answer_features(answers) if spec.style_control else {}
     blocks = []
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     cost = [
-        cost_line(m, "generation", [r for (t, mm), r in answers.items() if mm == m])
+        cost_line(
+            m, "generation", [r for (t, mm), r in answers.items() if mm == m], spec.prices.get(m)
+        )
         for m in spec.models
     ]
+    routes: list[R.RouteRow] = []
     for judge in judges:
-        records = load_verdicts(log, judge, answer_shas=shas)
+        records = decisions.judge_records[judge]
         if cascade is not None and judge == cascade.plan.strong:
             records = final_records(cascade)
         combined = combine_verdicts(records)
@@ -161,14 +165,28 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
+        block.style = style_block(
+            spec, block, [c for c in combined if c.complete], labels, features, options
+        )
+        deciders = (
+            [cascade.plan.first_pass, judge]
+            if cascade is not None and judge == cascade.plan.strong
+            else [judge]
+        )
+        mark_self_family(spec, log, block, deciders, combined, records, answers, options)
         if cascade is not None and judge == cascade.plan.strong:
-            block.cascade = cascade_block(cascade, labels, spec.prices)
-            records = load_verdicts(log, judge, answer_shas=shas)
-            cost.append(cost_line(cascade.plan.first_pass, "judge", cascade.first_records))
+            block.cascade = cascade_block(decisions, spec.prices, spec.name)
+            route = decisions.routes[str(decisions.cascade_route)]
+            cost.append(cost_line(route.name, "judge", [], None, route.cost(spec.prices)))
+            routes = route_rows(spec, log, decisions, answers)
+            first = cascade.plan.first_pass
+            first_records = decisions.judge_records.get(first, [])
+            cost.append(cost_line(first, "judge", first_records, spec.prices.get(first)))
+            records = decisions.judge_records[judge]
         blocks.append(block)
-        cost.append(cost_line(judge, "judge", records))
+        cost.append(cost_line(judge, "judge", records, spec.prices.get(judge)))
     suite = spec.suite
-    tasks = task_views(spec, answers, combined_by_judge, labels, checks)
+    tasks = task_views(spec, answers, combined_by_judge, labels, checks, features)
     if cascade is not None:
         mark_comparisons(tasks, cascade)
     return R.Results(
@@ -192,4 +210,5 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         pass_rates=pass_rates_block(spec, answers, checks),
         tasks=tasks,
         judge_panel=judge_panel(spec, log, combined_by_judge, answers, labels, options),
+        routes=routes,
     )

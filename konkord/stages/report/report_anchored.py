@@ -15,7 +15,7 @@ and the results file says which.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
 from konkord.stages.current import interval
+from konkord.stats.bt import Comparisons
 from konkord.stats.ppi import AnchoredData
 from konkord.stats.resample import Bootstrap, Interval
 
@@ -100,16 +101,24 @@ def _inclusion(
 
 
 def _ratings(
-    boot: Bootstrap, models: list[str], ivs: dict[str, Interval] | None = None
+    boot: Bootstrap,
+    comp: Comparisons,
+    models: list[str],
+    widen: Callable[[dict[str, Interval]], dict[str, Interval]] | None = None,
 ) -> list[R.AnchoredRating]:
-    """Models best first with win-rate intervals (`ivs`, else the bootstrap's own) and rank
-    ranges (`konkord.stats.rank`)."""
-    from konkord.stats import rank
+    """Models best first with win-rate intervals and rank ranges, through the one gate
+    (`konkord.stats.gate`: floors from the raw counts, the exact sign test over tasks);
+    `widen` then widens the gated intervals further (the anchored fit's sandwich floor)."""
+    from konkord.stats.gate import gate
 
-    ivs = boot.intervals() if ivs is None else ivs
-    ranking = rank(boot)
+    gated = gate(boot, comp)
+    ivs, ranking = gated.intervals, gated.ranking
+    if widen is not None:
+        ivs = widen(ivs)
     out = []
     for k in ranking.order.tolist():
+        if not np.isfinite(ivs["expected_win_rate"].lower[k]):
+            continue  # a model without comparisons has no place in this ranking
         out.append(
             R.AnchoredRating(
                 model=models[k],
@@ -123,18 +132,18 @@ def _ratings(
                     float(ivs["log_strength"].lower[k]),
                     float(ivs["log_strength"].upper[k]),
                 ),
-                rank_best=int(ranking.rank_best[k]),
-                rank_worst=int(ranking.rank_worst[k]),
+                rank_best=int(ranking.rank_best[k]) or len(models),
+                rank_worst=int(ranking.rank_worst[k]) or len(models),
             )
         )
     return out
 
 
-def _claims(boot: Bootstrap, models: list[str]) -> list[str]:
-    """One sentence per model that is supported above others, in rank order."""
-    from konkord.stats import rank
+def _claims(boot: Bootstrap, comp: Comparisons, models: list[str]) -> list[str]:
+    """One sentence per model that is supported above others, in rank order (gated)."""
+    from konkord.stats.gate import gate
 
-    ranking = rank(boot)
+    ranking = gate(boot, comp).ranking
     below: dict[int, list[str]] = {}
     for claim in ranking.claims:
         below.setdefault(claim.upper, []).append(models[claim.lower])
@@ -145,12 +154,15 @@ def _claims(boot: Bootstrap, models: list[str]) -> list[str]:
     ]
 
 
-def _disagreements(judge: R.JudgeBlock, anchored: Bootstrap, models: list[str]) -> list[str]:
+def _disagreements(
+    judge: R.JudgeBlock, anchored: Bootstrap, comp: Comparisons, models: list[str]
+) -> list[str]:
     """Where the judge-only ranking and the anchored one part: pairs put in the other order,
-    and orderings the judge's data supports but the anchored ranking does not."""
-    from konkord.stats import pairwise_differences
+    and orderings the judge's data supports but the anchored ranking does not (both gated)."""
+    from konkord.stats.gate import gate
 
-    diffs = pairwise_differences(anchored)
+    ranking = gate(anchored, comp).ranking
+    diffs = ranking.differences
     index = {m: k for k, m in enumerate(models)}
     out = []
     for pair in judge.pairwise:
@@ -159,12 +171,12 @@ def _disagreements(judge: R.JudgeBlock, anchored: Bootstrap, models: list[str]) 
         upper, lower = pair.model_i, pair.model_j  # the judge's order
         a, b = index[upper], index[lower]
         if diffs.estimate[a, b] < 0:
-            strength = "significantly" if diffs.upper[a, b] < 0 else "though not significantly"
+            strength = "significantly" if ranking.supported[b, a] else "though not significantly"
             out.append(
                 f"The judge ranks {upper} above {lower}; anchored to people, {lower} is "
                 f"above {upper} ({strength})."
             )
-        elif pair.separated and not diffs.lower[a, b] > 0:
+        elif pair.separated and not ranking.supported[a, b]:
             out.append(
                 f"The judge's data separates {upper} above {lower}; anchored to people, "
                 "the difference is not significant."
@@ -284,13 +296,32 @@ def anchored_block(
             len(task_ids),
         )
 
+    from konkord.stats import comparisons
+
+    # What each ranking rests on, for the gate: the judge's outcomes (anchored), the labels.
+    judged = comparisons(
+        [task_index[t] for t, _, _ in keys],
+        [model_index[a] for _, a, _ in keys],
+        [model_index[b] for _, _, b in keys],
+        [judge_score[k] for k in keys],
+        n_models=len(models),
+        n_tasks=len(task_ids),
+    )
+    people = comparisons(
+        [task_index[i.task_id] for i in labelled],
+        [model_index[i.model_a] for i in labelled],
+        [model_index[i.model_b] for i in labelled],
+        [i.score_a for i in labelled],
+        n_models=len(models),
+        n_tasks=len(task_ids),
+    )
     data = pack(labelled, inclusion)
     anchored = anchored_bootstrap(data, n_resamples=resamples, seed=seed)
     labels_only = anchored_bootstrap(data, lam=0.0, n_resamples=resamples, seed=seed)
     var_labels = float(labels_only.bootstrap.expected_win_rate.var(axis=0).sum())
     var_anchored = float(anchored.bootstrap.expected_win_rate.var(axis=0).sum())
     n_eff = effective_labels(len(labelled), var_labels, var_anchored)
-    disagreements = _disagreements(judge, anchored.bootstrap, models)
+    disagreements = _disagreements(judge, anchored.bootstrap, judged, models)
     worth = ""
     if np.isfinite(n_eff):
         worth = (
@@ -325,11 +356,15 @@ def anchored_block(
         clipped_pair_scores=anchored.clipped_pair_scores,
         clipped_resamples=anchored.clipped_resamples,
         resamples=anchored.resamples,
-        ratings=_ratings(anchored.bootstrap, models, floored_anchored_intervals(anchored, data)),
-        labels_only=_ratings(
-            labels_only.bootstrap, models, floored_anchored_intervals(labels_only, data)
+        ratings=_ratings(
+            anchored.bootstrap, judged, models,
+            lambda ivs: floored_anchored_intervals(anchored, data, ivs),
         ),
-        claims=_claims(anchored.bootstrap, models),
+        labels_only=_ratings(
+            labels_only.bootstrap, people, models,
+            lambda ivs: floored_anchored_intervals(labels_only, data, ivs),
+        ),
+        claims=_claims(anchored.bootstrap, judged, models),
         disagreements=disagreements,
         summary=summary,
         method=(

@@ -5,7 +5,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from konkord.results.schema import CostLine, Interval, JudgeBlock, Proportion, Results
+from konkord.results.schema import (
+    CascadeBlock,
+    CostLine,
+    Interval,
+    JudgeBlock,
+    Proportion,
+    Results,
+)
 
 
 def _pct(value: float | None) -> str:
@@ -36,6 +43,8 @@ def format_cost(line: CostLine | None) -> str:
         return "n/a"
     if line.cost_usd is not None:
         return f"${line.cost_usd:.4f}"
+    if not line.known_cost_usd:
+        return "unknown"
     return f"${line.known_cost_usd:.4f} + unknown"
 
 
@@ -47,15 +56,28 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
         if calibration.status == "calibrated"
         else "UNCALIBRATED: no human labels, so nobody has checked this judge"
     )
-    console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
     if block.cascade is not None:
         k = block.cascade
+        console.print(f"[bold]cascade {k.route or block.judge}[/bold]  {verdict}")
         console.print(
-            f"  cascade: first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
-            f"pairs at {k.accept_at:g}, this judge {k.decided_strong}"
+            f"  first pass {k.first_pass} decided {k.decided_first_pass} of {k.pairs} "
+            f"pairs at {k.accept_at:g}, the strong judge {k.decided_strong}"
             + (f", {k.pending} pending" if k.pending else "")
             + "; `konkord calibrate` shows what it is worth"
         )
+        console.print(f"  {selective_line(k)}")
+    else:
+        console.print(f"[bold]judge {block.judge}[/bold]  {verdict}")
+    for note in block.self_family:
+        console.print(f"  [bold]{note.text}[/bold]")
+    if block.self_family:
+        note = block.self_family[0]
+        console.print(f"  {note.without_note}")
+        for rating in note.ratings_without:
+            console.print(
+                f"    {_rank_range(rating.rank_best, rating.rank_worst, rating.rank):>5}  "
+                f"{rating.model}  {_interval(rating.win_rate_vs_field)}"
+            )
     table = Table(show_edge=False, pad_edge=False, box=None)
     for column in ("rank", "model", "rating", "win rate vs field [95%]", "cost"):
         table.add_column(column, justify="right" if column != "model" else "left")
@@ -70,6 +92,7 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     console.print(table)
     for claim in block.claims:
         console.print(f"  - {claim.text}")
+    _style(console, block)
     d = block.diagnostics
     worst = ", ".join(
         f"{r.key} {_pct(r.proportion.rate)}" for r in d.flips_by_pair[:3] if r.proportion.k
@@ -119,6 +142,33 @@ def clipped_text(clipped: int, resamples: int) -> str:
     )
 
 
+def _style(console: Console, block: JudgeBlock) -> None:
+    """The style-controlled ranking after the plain one, and a line per coefficient."""
+    style = block.style
+    if style is None:
+        return
+    console.print(f"  style-controlled ({', '.join(style.features) or 'no feature varies'}):",
+                  markup=False)
+    for row in style.judge.ratings:
+        moved = f"{row.movement:+d}" if row.movement else "="
+        console.print(
+            f"    {_rank_range(row.rank_best, row.rank_worst, row.position):>5}  {row.model}  "
+            f"{_interval(row.win_rate_vs_field)}  {moved}",
+            markup=False,
+        )
+    for text in style.judge.claims:
+        console.print(f"  - {text}", markup=False)
+    for coef in style.coefficients:
+        if coef.judge is not None:
+            console.print(f"  style {coef.feature}: {coef.text}", markup=False)
+    unmeasured = [c.description for c in style.coefficients if c.judge is None]
+    if unmeasured:
+        console.print(f"  style not estimated (no judged pair differs in it): "
+                      f"{', '.join(unmeasured)}", markup=False)
+    if style.people is not None and style.people.status != "fitted":
+        console.print(f"  {style.people.summary}", markup=False)
+
+
 def _anchored(console: Console, block: JudgeBlock) -> None:
     """The ranking anchored to people, compactly: one line per model, then the disagreements."""
     a = block.anchored
@@ -144,6 +194,21 @@ def _anchored(console: Console, block: JudgeBlock) -> None:
         console.print(f"  - {text}", markup=False)
     if a.holdout is not None:
         console.print(f"  {a.holdout.summary}", markup=False)
+
+
+def selective_line(k: CascadeBlock) -> str:
+    """The selective-accuracy row at the run's own threshold, in one line."""
+    row = next((r for r in k.selective if abs(r.threshold - k.accept_at) < 1e-9), None)
+    if row is None:
+        return f"selective accuracy at {k.accept_at:g}: not in the table"
+    if row.agreement.rate is None:
+        agreement = "no labels on those pairs"
+    else:
+        agreement = f"agreement with people there {_proportion(row.agreement)}"
+    return (
+        f"selective accuracy at {k.accept_at:g}: the first pass decides "
+        f"{row.decided.k} of {row.decided.n} pairs; {agreement}"
+    )
 
 
 def print_report(results: Results) -> None:

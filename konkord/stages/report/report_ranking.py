@@ -12,7 +12,7 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
 from konkord.results import schema as R
-from konkord.stages.current import finite, interval, proportion, system_prompt_for
+from konkord.stages.current import finite, interval, positional, proportion, system_prompt_for
 from konkord.stages.report.freshness import ReportOptions
 
 DISCONNECTED_HANDLING = (
@@ -57,7 +57,7 @@ def judge_block(
     options: ReportOptions,
 ) -> R.JudgeBlock:
     from konkord import stats
-    from konkord.stats.floors import floored_intervals
+    from konkord.stats.gate import gate
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -92,8 +92,8 @@ def judge_block(
     boot = stats.bootstrap(
         comp, n_resamples=options.resamples, seed=options.seed, mode=options.unit
     )
-    intervals = floored_intervals(boot, comp)
-    ranking = stats.rank(boot, comp)
+    gated = gate(boot, comp)  # the one gate: floors and the exact sign test
+    intervals, ranking = gated.intervals, gated.ranking
     point = boot.point
 
     def iv(name: str, k: int, value: float) -> R.Interval:
@@ -218,25 +218,11 @@ def _diagnostics(
         ]
         return sorted(rows, key=lambda r: (-(r.proportion.rate or 0.0), r.key))
 
-    first = second = ties = unobserved = 0
     failures: dict[str, int] = {}
     for rec in records:
         if rec.get("kind") == "failure":
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
-            continue
-        if rec.get("reconstructed") or rec.get("source") == "import":
-            # Imported votes are combined verdicts written out as two orders: which position
-            # won each order was never observed, so they say nothing about position.
-            unobserved += 1
-            continue
-        pos = rec.get("position_winner")
-        if pos == "1":
-            first += 1
-        elif pos == "2":
-            second += 1
-        else:
-            ties += 1
     cycles = stats.cycle_rate(comp)
     consistency = stats.consistency_of_wins(stats.win_matrix(comp))
     n_pairs_expected = 0
@@ -255,20 +241,7 @@ def _diagnostics(
         flip_rate=proportion(sum(c.flipped for c in complete), len(complete)),
         flips_by_pair=keyed(flips_by_pair),
         flips_by_task=keyed(flips_by_task),
-        positional=R.Positional(
-            first=first,
-            second=second,
-            ties=ties,
-            share_first=proportion(first, first + second),
-            measurable=bool(first + second + ties) or not unobserved,
-            not_measurable_why=None
-            if first + second + ties or not unobserved
-            else (
-                f"all {unobserved} order records were imported: the source published one "
-                "combined verdict per pair, written here as two orders that agree by "
-                "construction, so which position the judge favoured was never observed"
-            ),
-        ),
+        positional=positional(records),
         cycles=R.Cycles(
             cyclic=cycles.cyclic,
             decided_triples=cycles.decided,

@@ -3,37 +3,38 @@ every answer and verdict, and pass rates of executed checks."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 
+from konkord.configuration.runs_config import Price
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
+from konkord.stages.decisions import CostFigure, cost_of
 
 
 def cost_line(
-    who: str, role: Literal["generation", "judge"], records: Sequence[Record]
+    who: str,
+    role: Literal["generation", "judge"],
+    records: Sequence[Record],
+    price: Price | None = None,
+    figure: CostFigure | None = None,
 ) -> R.CostLine:
-    paid = [
-        r for r in records if r.get("text") is not None or r.get("kind") in {"verdict", "failure"}
-    ]
-    unknown = sum(1 for r in paid if r.get("cost_usd") is None and r.get("tokens_out") is not None)
-    known = sum(float(r["cost_usd"]) for r in paid if r.get("cost_usd") is not None)
-    latencies = [float(r["latency_s"]) for r in paid if r.get("latency_s") is not None]
+    """The results file's cost line, under the one cost rule (`konkord.stages.decisions`)."""
+    got = figure if figure is not None else cost_of(records, who, price)
     return R.CostLine(
         who=who,
         role=role,
-        calls=len(paid),
-        tokens_in=sum(int(r.get("tokens_in") or 0) for r in paid),
-        tokens_out=sum(int(r.get("tokens_out") or 0) for r in paid),
-        cost_usd=None if unknown else round(known, 6),
-        known_cost_usd=round(known, 6),
-        unknown_price_calls=unknown,
-        median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
+        calls=got.calls,
+        tokens_in=got.tokens_in,
+        tokens_out=got.tokens_out,
+        cost_usd=got.cost_usd,
+        known_cost_usd=got.known_cost_usd,
+        unknown_price_calls=got.unknown_calls,
+        median_latency_s=got.median_latency_s,
     )
 
 
@@ -43,6 +44,7 @@ def task_views(
     combined_by_judge: dict[str, list[CombinedVerdict]],
     labels: list[Record],
     checks: dict[tuple[str, str, str], Record],
+    features: dict[tuple[str, str], dict[str, int]] | None = None,
 ) -> list[R.TaskView]:
     labels_by_item: dict[tuple[str, str, str], list[R.LabelView]] = {}
     for rec in labels:
@@ -86,6 +88,7 @@ def task_views(
                         for check in task.checks
                         if (task.id, model, check) in checks
                     ],
+                    style=(features or {}).get((task.id, model)),
                 )
             )
         comparisons = []

@@ -8,6 +8,7 @@ import math
 from konkord.stages.simulate.simulate import Outlook, Plan
 from konkord.stages.simulate.simulate_sweep import Sweep
 from konkord.stats.anchored_sim import CoverageStudy
+from konkord.stats.style_sim import StyleCoverage
 
 
 def describe_groups(groups: tuple[tuple[int, ...], ...], names: list[str]) -> str:
@@ -104,3 +105,26 @@ def anchored_lines(plan: Plan, study: CoverageStudy, bias: float, favoured: str)
         f"with the judge are worth about {study.mean_effective_labels:.0f} labels alone",
     ]
     return lines
+
+
+def style_lines(plan: Plan, study: StyleCoverage, coefficient: float) -> list[str]:
+    """The table `konkord simulate --length-bias` prints."""
+    return [
+        f"{study.n_fields} simulated runs: {plan.n_models} models x {plan.n_tasks} tasks, "
+        f"{plan.resamples} resamples each",
+        f"judge: prefers the longer answer by {coefficient:g} log-odds per unit of normalised "
+        "length difference; weaker models write longer; people ignore length",
+        "",
+        f"{'ranking':<17} {'covers people':>14} {'every model':>12} {'claims (false)':>15}",
+        f"{'plain':<17} {study.plain_coverage:>14.1%} {study.plain_all_covered:>12.0%} "
+        f"{study.plain_claims:>9} ({study.plain_false_claims})",
+        f"{'style-controlled':<17} {study.controlled_coverage:>14.1%} "
+        f"{study.controlled_all_covered:>12.0%} "
+        f"{study.controlled_claims:>9} ({study.controlled_false_claims})",
+        "(covers people: share of models whose 95% interval of win rate vs field holds the",
+        " win rate people's preferences give; every model: runs where all intervals hold it)",
+        f"length coefficient: {study.mean_coefficient:+.2f} on average against the true "
+        f"{coefficient:+g}; its 95% interval holds the truth in {study.coefficient_coverage:.0%}"
+        " of runs",
+        f"style control changed the supported claims in {study.claims_changed:.0%} of runs",
+    ]
