@@ -77,7 +77,7 @@ MUTATIONS = (
     Mutation(
         "budget: a call of unknown cost counted as free",
         "konkord/providers/budget.py",
-        "        self.spent_usd += hold if cost is None else cost",
+        "        self.spent_usd += held if cost is None else cost",
         "        self.spent_usd += 0.0 if cost is None else cost",
         ("tests/test_budget.py::test_a_call_of_unknown_cost_is_counted_at_its_hold_not_as_free",),
     ),

@@ -142,7 +142,7 @@ def test_a_call_of_unknown_cost_is_counted_at_its_hold_not_as_free() -> None:
     settings = CallSettings(max_tokens=1)  # each call can cost at most $1
     message = [{"role": "user", "content": "x"}]
     hold = asyncio.run(budget.reserve("m", message, settings))
-    assert hold == 1.0 and budget.in_flight_usd == 1.0
+    assert hold.output_usd == 1.0 and budget.in_flight_usd == 1.0
     budget.settle(hold, None)  # the provider did not say what it cost
     assert budget.spent_usd == 1.0 and budget.in_flight_usd == 0.0
     with pytest.raises(BudgetReached):  # $1 spent + $1 more would pass $1.50
