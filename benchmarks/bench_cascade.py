@@ -66,10 +66,11 @@ def measure(accept_at: float) -> None:
     from konkord.configuration.runspec import resolve_run
     from konkord.evidence.log import EvidenceLog
     from konkord.providers.llm import ModelClient
-    from konkord.stages.current import current_labels
+    from konkord.stages.current import answer_shas, current_labels, good_answers
+    from konkord.stages.decisions_of import decisions_of
     from konkord.stages.judge.cascade import cascade_run
     from konkord.stages.judge.cascade_report import cascade_block
-    from konkord.stages.judge.cascade_view import cascade_pairs, plan_of
+    from konkord.stages.judge.cascade_view import plan_of
     from konkord.stages.judge.judge import judge_run
     from konkord.stages.label.simulated import simulate_plan_labels
     from konkord.stages.run import generate_answers
@@ -88,7 +89,9 @@ def measure(accept_at: float) -> None:
     started = time.perf_counter()
     asyncio.run(judge_run(spec, [STRONG], client))
     strong_s = time.perf_counter() - started
-    block = cascade_block(cascade_pairs(spec, log, plan), current_labels(log), spec.prices)
+    shas = answer_shas(good_answers(spec, log))
+    decisions = decisions_of(spec, log, shas, current_labels(log))
+    block = cascade_block(decisions, spec.prices, spec.name)
     assert block.cascade is not None and block.strong_alone is not None
 
     def agreement(p: object) -> str:

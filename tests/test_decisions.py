@@ -392,9 +392,7 @@ def test_report_prints_the_selective_accuracy_line(project: Path) -> None:
     )
 
 
-def test_dry_run_counts_the_strong_judges_calls_by_name(
-    project: Path, openai_server: Any
-) -> None:
+def test_dry_run_counts_the_strong_judges_calls_by_name(project: Path, openai_server: Any) -> None:
     write_project(project, openai_server.url, label_n=3)
     write_answers(resolve_run("demo"))
     openai_server.responder = cascade_responder
@@ -410,3 +408,57 @@ def test_dry_run_counts_the_strong_judges_calls_by_name(
     said = " ".join(more.output.split())
     assert "0 escalated + 1 audited pairs still to judge" in said
     assert "audit: 1 pairs the first pass decided" in said
+
+
+# ---- the pages read the same view ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from konkord.stages.build.build import build_site
+
+    root = tmp_path_factory.mktemp("decisions-site")
+    for folder in ("suites", "runs", "results", "templates", "content"):
+        shutil.copytree(REPO / folder, root / folder)
+    shutil.copy(REPO / "runs.json", root / "runs.json")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    return root / "public" / DEMO
+
+
+def _soup(path: Path) -> Any:
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(path.read_text(), "html.parser")
+
+
+def test_pages_show_the_views_rows_and_costs(demo_site: Path) -> None:
+    results = read_results(REPO / "results" / f"{DEMO}.json")
+    rows = judge_table(results).rows
+    page = _soup(demo_site / "judges" / "index.html")
+    names = [
+        " ".join(th.select_one("code").get_text().split()) for th in page.select("th.judge-name")
+    ]
+    assert [n.split(":")[0] for n in names] == [r.judge.split(":")[0] for r in rows]
+    costs = [" ".join(td.get_text().split()) for td in page.select("tbody td.cost")]
+    expected = ["unknown" if r.cost_per_1000 is None else f"${r.cost_per_1000:.2f}" for r in rows]
+    assert costs == expected and "$6.65" in costs  # the strong judge, priced, was $0.00
+    glance = _soup(demo_site / "calibration" / "index.html").select_one("table.glance")
+    said = " ".join(glance.get_text().split())
+    assert "quick -> steward at 0.8" in said and "the first pass of" in said
+    assert "80% (68% to 88%), 48 of 60" in said  # the strong judge alone
+
+
+def test_task_page_shows_the_first_pass_orders_of_an_escalated_pair(demo_site: Path) -> None:
+    results = read_results(REPO / "results" / f"{DEMO}.json")
+    escalated = next(
+        (task.id, c.cascade.orders_text)
+        for task in results.tasks
+        for c in task.comparisons
+        if c.cascade is not None and c.cascade.decided_by == "strong"
+    )
+    page = _soup(demo_site / "tasks" / escalated[0] / "index.html")
+    shown = [" ".join(s.get_text().split()) for s in page.select("small.first-pass-orders")]
+    assert f"First pass, not trusted: {escalated[1]}." in shown
+    assert any(text.startswith("First pass, not trusted: order 1: ") for text in shown)

@@ -146,7 +146,8 @@ def judge(
         spec = replace(spec, settings=replace(spec.settings, api_base=api_base))
     check_options(spec, tuple(chosen), batch)
     client = make_client(
-        spec, batch=batch, max_cost=max_cost, concurrency=concurrency, on_status=batch_status
+        spec, batch=batch, max_cost=max_cost, concurrency=concurrency, on_status=batch_status,
+        models=tuple(chosen),
     )
     check_prices(client, tuple(chosen))
     total = planned_calls(spec, chosen)

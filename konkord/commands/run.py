@@ -144,7 +144,7 @@ def run(
             )
         client = make_client(
             spec, batch=batch, max_cost=max_cost, concurrency=concurrency, retries=retries,
-            timeout=timeout, on_status=batch_status,
+            timeout=timeout, on_status=batch_status, models=wanted,
         )
         check_prices(client, wanted)
         total = len(spec.suite.tasks) * len(spec.models)

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from konkord.configuration.turns import check_turns
 from konkord.configuration.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
@@ -44,8 +45,38 @@ def slug_problem(value: str) -> str:
     return f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
 
 
+class Turn(BaseModel):
+    """One user message of a conversation, with its own optional ground truth."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str
+    reference: str | None = None
+    tests: str | None = Field(
+        default=None, description="Python asserts run against this turn's code by `check`."
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+def _turn_fields(turn: object) -> dict[str, Any]:
+    """A turn as given (text, mapping or Turn) as the mapping Turn validates."""
+    if isinstance(turn, str):
+        return {"prompt": turn}
+    if isinstance(turn, Turn):
+        return turn.model_dump(exclude_defaults=True)
+    return dict(turn) if isinstance(turn, dict) else {"prompt": turn}
+
+
 class Task(BaseModel):
-    """One prompt every model answers; `reference` and `tests` are optional ground truth."""
+    """One prompt every model answers, or a conversation (`turns`: user messages answered in
+    order, each model seeing its own earlier answers); `reference` and `tests` are optional
+    ground truth. A conversation's `prompt`, `reference` and `tests` are its first turn's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -57,6 +88,25 @@ class Task(BaseModel):
         default=None,
         description="Python code with assert statements, run after the answer's code by `check`.",
     )
+    turns: tuple[Turn, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "turns" not in data:
+            return data
+        raw = data["turns"]
+        if not isinstance(raw, list | tuple) or not raw:
+            return data  # the field's own validation names the problem
+        turns = [_turn_fields(turn) for turn in raw]
+        first = turns[0]
+        for name in ("prompt", "reference", "tests"):
+            if data.get(name) is not None and data[name] != first.get(name):
+                raise ValueError(
+                    f"gives both {name} and turns: a conversation's {name} goes in its turns"
+                )
+        filled = {name: first[name] for name in ("prompt", "reference", "tests") if name in first}
+        return {**data, **filled, "turns": turns}
 
     @field_validator("id")
     @classmethod
@@ -82,9 +132,21 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _tests_present(self) -> Task:
-        if "tests" in self.checks and not (self.tests and self.tests.strip()):
+        given = [turn.tests for turn in self.conversation()]
+        if "tests" in self.checks and not any(tests and tests.strip() for tests in given):
             raise ValueError('declares the "tests" check but has no tests')
         return self
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether the task is a conversation of more than one user message."""
+        return len(self.turns) > 1
+
+    def conversation(self) -> tuple[Turn, ...]:
+        """The user turns in order: the task's own prompt as one turn when it has no `turns`."""
+        if self.turns:
+            return self.turns
+        return (Turn(prompt=self.prompt, reference=self.reference, tests=self.tests),)
 
 
 class Suite(BaseModel):
@@ -268,6 +330,7 @@ def _load_suite(path: Path) -> Suite:
             "owns the judge's response format and adds the verdict instructions itself; "
             "remove that sentence"
         )
+    check_turns(path, located)
     suite: Suite = parse_located(path, located, Suite)
     seen: dict[str, int] = {}
     for index, task in enumerate(suite.tasks):

@@ -25,7 +25,7 @@ FIELD_TYPES: dict[str, dict[str, tuple[type, ...]]] = {
     "answers": {
         **_COMMON, **_CALL, "task_id": TEXT, "model": TEXT, "settings_hash": TEXT,
         "text": MAYBE_TEXT, "error": MAYBE_TEXT, "error_kind": MAYBE_TEXT,
-        "attempts": MAYBE_INT, "settings": MAYBE_DICT,
+        "attempts": MAYBE_INT, "settings": MAYBE_DICT, "turn": MAYBE_INT,
     },
     "verdicts": {
         **_COMMON, **_CALL, "task_id": TEXT, "model_a": TEXT, "model_b": TEXT, "order": TEXT,

@@ -63,7 +63,6 @@ class BatchClient(ModelClient):
     on_status: Callable[[str], None] | None = None
     _spools: dict[Route, Spool] = field(default_factory=dict, init=False)
     _waiting: dict[str, PendingRequest] = field(default_factory=dict, init=False)
-    _collected: dict[str, CallResult] = field(default_factory=dict, init=False)
     _resumed: asyncio.Lock | None = field(default=None, init=False)
     _resume_done: bool = field(default=False, init=False)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
@@ -83,8 +82,8 @@ class BatchClient(ModelClient):
         """One chat completion, answered by a batch (or by the cache, or an earlier batch)."""
         key = self.cache_key(model, messages, settings)
         await self._resume_open_batches()
-        if key in self._collected:
-            return self._collected.pop(key)
+        if key in self.collected:
+            return self.collected.pop(key)
         cache = self._response_cache()
         if use_cache and cache is not None and (hit := cache.get(key)) is not None:
             return hit
@@ -241,8 +240,15 @@ class BatchClient(ModelClient):
             self.log.append(STREAM, {"kind": "batch", **fields})
 
     async def _poll_and_collect(
-        self, batch_id: str, route: Route, requests: dict[str, PendingRequest], input_file_id: str
-    ) -> None:
+        self,
+        batch_id: str,
+        route: Route,
+        requests: dict[str, PendingRequest],
+        input_file_id: str,
+        wait: bool = True,
+    ) -> str | None:
+        """Wait for the batch to end (or, without `wait`, read its status once) and collect
+        it; the status of a batch left running, None once collected."""
         api = self.api()
         creds = route.credentials()
         last = ""
@@ -254,6 +260,8 @@ class BatchClient(ModelClient):
                 last = status
             if status in TERMINAL:
                 break
+            if not wait:
+                return status
             await self._nap(batch_id)
         started = time.perf_counter()
         tally = Tally(self._response_cache())
@@ -298,6 +306,7 @@ class BatchClient(ModelClient):
             f"batch {batch_id}: collected {len(requests) - failed} replies, {failed} failed "
             f"({time.perf_counter() - started:.1f} s)"
         )
+        return None
 
     def _deliver(self, request: PendingRequest, result: CallResult) -> None:
         """Hand a reply to its callers, or queue a transient failure for the next batch."""
@@ -316,7 +325,7 @@ class BatchClient(ModelClient):
         self._waiting.pop(request.key, None)
         if not request.futures:  # a reply from a resumed batch: kept until someone asks
             if result.ok:
-                self._collected[request.key] = result  # a failure is simply asked again
+                self.collected[request.key] = result  # a failure is simply asked again
             return
         first, *others = request.futures
         if not first.done():
@@ -365,12 +374,20 @@ class BatchClient(ModelClient):
             self._resumed = asyncio.Lock()
         async with self._resumed:
             if not self._resume_done:
-                await asyncio.gather(
-                    *(self._resume(record) for record in open_batches(self.log))
-                )
+                await self.collect_open_batches(wait=True)
                 self._resume_done = True
 
-    async def _resume(self, record: Record) -> None:
+    async def collect_open_batches(self, wait: bool) -> list[Record]:
+        """Collect every batch an earlier process left open into `collected` (and the cache):
+        waiting for each to end, or, without `wait`, only those already ended. Returns the
+        ones still running, each with its batch id and status."""
+        running = await asyncio.gather(
+            *(self._resume(record, wait) for record in open_batches(self.log))
+        )
+        self._resume_done = True
+        return [record for record in running if record is not None]
+
+    async def _resume(self, record: Record, wait: bool = True) -> Record | None:
         route = Route(
             str(record.get("provider")),
             str(record.get("provider_model")),
@@ -382,9 +399,12 @@ class BatchClient(ModelClient):
             batch_id = await find_batch(self.api().retrying, route, input_file_id)
             if batch_id is None:
                 self._record({**record, "status": "abandoned", "created_at": now_iso()})
-                return  # never created, never paid: its requests are simply asked again
+                return None  # never created, never paid: its requests are simply asked again
             self._record({**record, "status": "submitted", "batch_id": batch_id})
         self._say(f"batch {batch_id}: resuming (submitted earlier)")
         models = [str(m) for m in record.get("models") or []]
         requests = ResumedRequests(models[0] if models else "")
-        await self._poll_and_collect(str(batch_id), route, requests, input_file_id)
+        status = await self._poll_and_collect(
+            str(batch_id), route, requests, input_file_id, wait
+        )
+        return None if status is None else {**record, "batch_id": batch_id, "status": status}

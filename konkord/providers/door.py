@@ -48,8 +48,12 @@ def make_client(
     retries: int = 4,
     timeout: float | None = None,
     on_status: Callable[[str], None] | None = None,
+    models: tuple[str, ...] | None = None,
 ) -> ModelClient:
-    """The client for one stage of `spec`'s run, with the options given on the command line."""
+    """The client for one stage of `spec`'s run, with the options given on the command line.
+
+    Batches an earlier `--batch` process left open are dealt with first (see
+    settle_open_batches); `models` are those the stage will call (None: any)."""
     from konkord.evidence.log import EvidenceLog
     from konkord.providers.llm import ModelClient
 
@@ -78,7 +82,53 @@ def make_client(
             spent_before_usd=spent_in_evidence(log),
             batch=batch,
         )
+    settle_open_batches(client, spec, models, on_status)
     return client
+
+
+def settle_open_batches(
+    client: ModelClient,
+    spec: RunSpec,
+    models: tuple[str, ...] | None,
+    on_status: Callable[[str], None] | None = None,
+) -> None:
+    """Before a stage calls anything, collect the batches an earlier --batch process left open,
+    so no prompt they hold is paid for again.
+
+    A batch client waits for each to end (as it always did, but now also when the stage has
+    nothing left to ask). A live client reads each status once: a batch that has ended is
+    collected and its replies served to the stage first; one still running for a model the
+    stage calls stops the command, saying how to collect or cancel it."""
+    from konkord.evidence.log import EvidenceLog
+    from konkord.providers.batch import BatchClient
+    from konkord.providers.batch_resume import open_batches
+
+    log = EvidenceLog(spec.run_dir)
+    if not open_batches(log):
+        return
+    import asyncio
+
+    if isinstance(client, BatchClient):
+        asyncio.run(client.collect_open_batches(wait=True))
+        return
+    helper = BatchClient(
+        log=log, prices=spec.prices, cache_dir=client.cache_dir, on_status=on_status,
+        max_retries=client.max_retries, timeout_s=client.timeout_s,
+    )
+    running = asyncio.run(helper.collect_open_batches(wait=False))
+    client.collected.update(helper.collected)
+    for record in running:
+        held = [str(m) for m in record.get("models") or []]
+        if models is None or set(held) & set(models):
+            batch_id = record["batch_id"]
+            raise KonkordError(
+                f"run {spec.name}: batch {batch_id} ({record.get('requests')} requests for "
+                f"{', '.join(held)}, submitted by an earlier --batch run) is still "
+                f"{record['status']} at the provider and will be billed; rerun with --batch to "
+                f"wait for it and collect its replies, or cancel batch {batch_id} at the "
+                "provider and rerun: what it finished is collected, the rest asked live; "
+                "nothing was called"
+            )
 
 
 def check_prices(client: ModelClient, models: tuple[str, ...]) -> None:

@@ -105,6 +105,8 @@ class ModelClient:
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
     _settings_fields: dict[CallSettings, dict[str, Any]] = field(default_factory=dict, init=False)
     _known_models: dict[str, bool] = field(default_factory=dict, init=False)
+    # replies an earlier --batch run paid for and this process collected: served first, once
+    collected: dict[str, CallResult] = field(default_factory=dict, init=False)
     _cache: ResponseCache | None = field(default=None, init=False)
     _secrets: list[tuple[str, str]] | None = field(default=None, init=False)
 
@@ -172,6 +174,8 @@ class ModelClient:
         With use_cache=False the cache is not read (a forced regeneration) but is still written.
         """
         key = self.cache_key(model, messages, settings)
+        if key in self.collected:
+            return self.collected.pop(key)
         cache = self._response_cache()
         if use_cache and cache is not None and (hit := cache.get(key)) is not None:
             return hit

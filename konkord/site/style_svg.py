@@ -84,7 +84,7 @@ def style_plot(rows: Sequence[StyleCoefficient], title: str) -> Markup:
             f'<line x1="{_coord(x(tick))}" y1="{top}" x2="{_coord(x(tick))}" '
             f'y2="{_coord(axis_y)}" class="{css}"{dash}/>'
             f'<text x="{_coord(x(tick))}" y="{_coord(axis_y + 18)}" text-anchor="middle" '
-            f'class="tick">{tick:+g}</text>'
+            f'class="tick">{"0" if tick == 0.0 else f"{tick:+g}"}</text>'
         )
     parts.append(f'<text x="{_coord(x(0.0) + 4)}" y="{top - 3}" class="tick mid-label">'
                  "0: no preference</text>")

@@ -150,15 +150,18 @@ def _side(fit: _Fit, spec: RunSpec, plain_order: list[str], who: str) -> R.Style
 
 
 def _sentence(who: str, feature: str, iv: R.Interval) -> str:
+    """"This judge prefers the longer answer: +0.41 [0.30, 0.52] in log-odds per unit of
+    normalised length difference", or "no clear preference" when the interval holds 0."""
     more, less, unit = _PREFERS[feature]
     assert iv.estimate is not None
     figure = f"{iv.estimate:+.2f} [{iv.low:.2f}, {iv.high:.2f}]"
     tail = f"in log-odds per unit of normalised {unit} difference"
+    plural = who.lower() == "people"
     if iv.low is not None and iv.low > 0:
-        return f"{who} prefer{'s' if who != 'People' else ''} {more}: {figure} {tail}"
+        return f"{who} prefer{'' if plural else 's'} {more}: {figure} {tail}"
     if iv.high is not None and iv.high < 0:
-        return f"{who} prefer{'s' if who != 'People' else ''} {less}: {figure} {tail}"
-    return f"{who} show{'s' if who != 'People' else ''} no clear preference for {unit}: {figure} {tail}"
+        return f"{who} prefer{'' if plural else 's'} {less}: {figure} {tail}"
+    return f"{who} show{'' if plural else 's'} no clear preference for {unit}: {figure} {tail}"
 
 
 def people_items(labels: Sequence[Record]) -> list[Item]:
@@ -243,7 +246,7 @@ def style_block(
             draws = jb.coefficients[:, k] - pb.coefficients[:, k]
             diff = bootstrap_interval(np.array(point), draws, method="percentile")
             difference = interval(point, float(diff.lower), float(diff.upper))
-            text += "; " + _sentence("People", name, people_iv)
+            text += "; " + _sentence("people", name, people_iv)
             if name == "tokens":
                 length_above = bool(difference.low is not None and difference.low > 0)
         coefficients.append(R.StyleCoefficient(
