@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from konkord.configuration.names import SLUG, slug_problem
 from konkord.configuration.turns import check_turns
 from konkord.configuration.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
-SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 KNOWN_CHECKS = ("compiles", "ruff_clean", "mypy_clean", "tests")
 # The judge ends with the line "VERDICT: 1|2|TIE" (any case, markdown around it). A rubric that
 # spells the token in capitals, or writes anything shaped like that line, competes with the
@@ -38,11 +38,6 @@ def mentions_verdict(text: str) -> bool:
     """Whether a rubric mentions the verdict line the tool appends itself (in any spelling)."""
     text = fold_lookalikes(text)
     return bool(VERDICT_TOKEN.search(text) or VERDICT_LINE_LIKE.search(text))
-
-
-def slug_problem(value: str) -> str:
-    """Why a string is not a slug, in the words STYLE.md uses."""
-    return f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
 
 
 class Turn(BaseModel):
