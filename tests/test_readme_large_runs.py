@@ -123,3 +123,16 @@ def test_the_large_runs_example_runs_as_written(tmp_path: Path) -> None:
             server.wait(timeout=10)
     verdicts = (cwd / "runs/local/verdicts.jsonl").read_text()
     assert verdicts.count('"deployment": "gpu-a"') > 0 and verdicts.count('"deployment": "gpu-b"') > 0
+
+
+def test_what_following_the_readme_leaves_is_ignored_by_git() -> None:
+    """wrangler dev's state, `konkord simulate`'s default plot and the Large-runs folder are
+    not left as untracked files in a clone."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout")
+    left = [".wrangler/state/v3/cache.db", "simulate.svg", "large/runs.json", "large/runs/x.jsonl"]
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", *left], cwd=ROOT, capture_output=True, text=True,
+        check=False,
+    )
+    assert sorted(done.stdout.split()) == sorted(left), done.stderr
