@@ -140,7 +140,9 @@ def judge(
         return
     from dataclasses import replace
 
+    from konkord.configuration.display_names import rename_text
     from konkord.providers.door import check_options, check_prices, make_client
+    from konkord.providers.failures import failure_lines
 
     if api_base:
         spec = replace(spec, settings=replace(spec.settings, api_base=api_base))
@@ -177,9 +179,9 @@ def judge(
             err=True,
         )
     for line in summary_lines(summary):
-        click.echo(line)
+        click.echo(rename_text(line, spec.names))
     for tally in summary.tallies.values():
-        for line in tally.failures[:10]:
+        for line in failure_lines(tally.failures, spec.settings.api_base):
             click.secho(f"  failed: {line}", fg="red", err=True)
     stopped = report_budget(client)
     if summary.failed:

@@ -47,6 +47,7 @@ class RunSpec:
     cascade: Cascade | None = None  # a first-pass judge in front of the strong one
     deployments: dict[str, tuple[Deployment, ...]] = field(default_factory=dict)
     deployments_file: Path | None = None  # where `deployments` came from, if from a file
+    names: dict[str, str] = field(default_factory=dict)  # full spec -> display name (runs.json)
     style_control: bool = True  # runs.json "style_control": false switches it off
 
     @property
@@ -75,6 +76,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         in_runs_file=True,
         cascade=entry.cascade,
         deployments_file=base / entry.deployments if isinstance(entry.deployments, str) else None,
+        names=dict(entry.names),
         style_control=entry.style_control,
     )
 

@@ -17,7 +17,9 @@ from konkord.stages.run import current_answers
 
 
 def judge_items(spec: RunSpec, log: EvidenceLog, judges: tuple[str, ...]) -> tuple[list[JudgeItem], int]:
-    """Every call the judges owe the run, and how many task pairs lack an answer."""
+    """Every call the judges owe the run, and how many task pairs lack an answer. A
+    conversation owes a call per turn: both conversations up to that turn, asked about the
+    last (`Task.turn_task`)."""
     answers = current_answers(log, spec.suite, spec.settings)
     texts = {
         key: str(r["text"])
@@ -26,16 +28,26 @@ def judge_items(spec: RunSpec, log: EvidenceLog, judges: tuple[str, ...]) -> tup
     }
     items: list[JudgeItem] = []
     skipped = 0
-    for task in spec.suite.tasks:
+    for whole in spec.suite.tasks:
+        turns = (
+            [whole.turn_task(k) for k in range(1, len(whole.turns) + 1)]
+            if whole.multi_turn
+            else [whole]
+        )
         for first, second in combinations(spec.models, 2):
             model_a, model_b = sorted((first, second))
-            text_a, text_b = texts.get((task.id, model_a)), texts.get((task.id, model_b))
-            if text_a is None or text_b is None:
-                skipped += 1
-                continue
-            for judge in judges:
-                for order in ("ab", "ba"):
-                    items.append(JudgeItem(task, model_a, model_b, order, judge, text_a, text_b))
+            earlier: list[tuple[str, str, str]] = []
+            for task in turns:
+                text_a, text_b = texts.get((task.id, model_a)), texts.get((task.id, model_b))
+                if text_a is None or text_b is None:
+                    skipped += 1
+                    break  # a later turn is never judged without its earlier ones
+                before = tuple(earlier)
+                for judge in judges:
+                    for order in ("ab", "ba"):
+                        item = JudgeItem(task, model_a, model_b, order, judge, text_a, text_b, before)
+                        items.append(item)
+                earlier.append((task.prompt, text_a, text_b))
     return items, skipped
 
 

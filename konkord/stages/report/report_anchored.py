@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import task_clusters
 from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
@@ -243,7 +244,7 @@ def anchored_block(
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
-    task_index = {t: k for k, t in enumerate(task_ids)}
+    task_index = task_clusters(task_ids)
     judge_score = {}
     for c in done:
         if c.model_a in model_index and c.model_b in model_index and c.task_id in task_index:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import task_clusters
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
@@ -64,7 +65,7 @@ def judge_block(
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
-    task_index = {t: k for k, t in enumerate(task_ids)}
+    task_index = task_clusters(task_ids)
     done = [
         c for c in combined if c.complete and c.model_a in model_index and c.model_b in model_index
     ]
@@ -228,9 +229,12 @@ def _diagnostics(
     cycles = stats.cycle_rate(comp)
     consistency = stats.consistency(point.log_strength)
     n_pairs_expected = 0
+    judged_ids = spec.suite.judged_ids()  # a conversation is judged turn by turn
+    judged = set(judged_ids)
+    answers = {k: rec for k, rec in answers.items() if k[0] in judged}
     good = {k for k, rec in answers.items() if rec.get("error") is None}
     judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
-    for task in task_ids:
+    for task in judged_ids:
         present = [m for m in models if (task, m) in good]
         if present:
             n_pairs_expected += len(present) * (len(present) - 1) // 2
@@ -256,7 +260,7 @@ def _diagnostics(
         failures_by_reason=dict(sorted(failures.items())),
         coverage=R.Coverage(
             answers_present=len(good),
-            answers_expected=len(task_ids) * len(models),
+            answers_expected=len(judged_ids) * len(models),
             verdicts_present=verdicts_present,
             verdicts_expected=2 * n_pairs_expected,
             incomplete_pairs=sum(1 for c in combined if not c.complete),
