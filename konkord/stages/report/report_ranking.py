@@ -25,7 +25,7 @@ DISCONNECTED_HANDLING = (
 
 def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
     """Why two neighbours are not ordered, in words that are literally true of this run."""
-    from konkord.stats.ranking import about_tasks
+    from konkord.stats.ranking import planned_tasks_text
 
     if sep.interval_excludes_zero and sep.sign_p is not None:
         text = (
@@ -36,11 +36,9 @@ def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
         text = (
             f"{upper} and {lower} are not separated: the interval of their difference contains 0."
         )
-    if sep.tasks_needed is not None and not sep.interval_excludes_zero:
-        text += (
-            f" At the gap observed, {about_tasks(sep.tasks_needed)} tasks would separate them "
-            f"(this run has {n_tasks})."
-        )
+    if not sep.interval_excludes_zero:
+        plan = planned_tasks_text(sep)
+        text += f" This run has {n_tasks} tasks; {plan}"
     return text
 
 
@@ -227,7 +225,7 @@ def _diagnostics(
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
     cycles = stats.cycle_rate(comp)
-    consistency = stats.consistency(point.log_strength)
+    consistency = stats.consistency_of_wins(stats.win_matrix(comp))
     n_pairs_expected = 0
     judged_ids = spec.suite.judged_ids()  # a conversation is judged turn by turn
     judged = set(judged_ids)
