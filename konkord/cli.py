@@ -53,6 +53,9 @@ class LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
+        from konkord.evidence.atomic import forget_sweeps
+
+        forget_sweeps()  # each command clears what a killed writer left, once per folder
         try:
             return super().invoke(ctx)
         except KonkordError as exc:

@@ -77,6 +77,36 @@ def test_a_kill_before_the_rename_leaves_no_file_and_the_rerun_finishes(tmp_path
     again = subprocess.run([str(KONKORD), *RUN], cwd=tmp_path, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert json.loads((run_dir / "run.json").read_text())["name"] == "s"
+    # the killed process's temporary file is removed by the next writer (issue 24)
+    assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_stale_temporary_files_are_removed_by_the_next_build_in_public_too(
+    tmp_path: Path,
+) -> None:
+    """A kill at the rename left `.*.tmp` files that were never removed, in public/ too, where
+    they would be deployed. Only Konkord's own naming, and only a dead writer's, goes."""
+    from fixtures_site import build_standard_site
+
+    runs = build_standard_site(tmp_path)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])  # a pid that no longer runs
+    dead.wait()
+    public = tmp_path / "public"
+    run_pages = public / runs[0].run
+    stale = [public / f".index.html.{dead.pid}.0badf00d.tmp",
+             run_pages / f".index.html.{dead.pid}.deadbeef.tmp"]
+    kept = [run_pages / ".index.html.1.cafecafe.tmp",  # pid 1 runs: a live writer's file
+            run_pages / "notes.tmp", run_pages / f".index.html.{dead.pid}.tmp"]
+    for path in stale + kept:
+        path.write_text("half a page")
+    os.chdir(tmp_path)
+    try:
+        built = CliRunner().invoke(cli, ["build", "--offline"])
+    finally:
+        os.chdir(Path(__file__).parent)
+    assert built.exit_code == 0, built.output
+    assert [p for p in stale if p.exists()] == []
+    assert all(p.exists() for p in kept)
 
 
 # run.json as a crash could leave it (an older konkord wrote it in place): corpus file ->
@@ -135,6 +165,15 @@ def test_write_atomic_replaces_whole_and_leaves_no_temp_file(tmp_path: Path) -> 
     assert target.read_bytes() == b"new"
     assert [p.name for p in target.parent.iterdir()] == ["f.json"]
     assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def test_a_failed_write_removes_its_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    target.mkdir()  # the rename onto a directory fails after the temp file was written
+    with pytest.raises(OSError):
+        write_atomic(target, "new")
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    assert target.is_dir() and list(target.iterdir()) == []
 
 
 def _umask() -> int:

@@ -105,3 +105,25 @@ def test_a_port_out_of_range_is_refused(project: Path, command: list[str]) -> No
     result = CliRunner().invoke(cli, [*command, "--port", "99999"])
     assert result.exit_code == 2
     assert result.stderr == "error: --port 99999: expected a whole number from 1 to 65,535\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{not json", "not a JSON record"),
+        ('{"kind": "label", "task_id": "q1", "model_a": "a", "model_b": "b", "labeller": 7}',
+         'field "labeller" is a number, expected text'),
+    ],
+)
+def test_label_stops_first_on_a_corrupt_labels_file(
+    project: Path, line: str, problem: str
+) -> None:
+    """The app started and showed the error only inside its page; the command stops first."""
+    pytest.importorskip("streamlit")
+    make_run(project)
+    (project / "runs/s/labels.jsonl").write_text(line + "\n")
+    done = subprocess.run([str(KONKORD), "label", "--run", "s", "--no-browser", "--port", "9"],
+                          cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: runs/s/labels.jsonl:1: {problem}")
+    assert len(done.stderr.splitlines()) == 1

@@ -49,6 +49,21 @@ BAD_SUITES: dict[str, str] = {
         "4: tasks[0].id \"first task\" is not a slug (use lower case, digits, '-', '_' or '.')"
     ),
     "empty_prompt.yaml": "5: tasks[0].prompt must not be empty",
+    "turns_and_prompt.yaml": (
+        "5: tasks[0] gives both prompt and turns: write a single prompt, or the conversation's "
+        "turns, not both"
+    ),
+    "turns_empty_turn.yaml": "7: tasks[0].turns[1] must not be empty",
+    "turns_not_text.yaml": (
+        "7: tasks[0].turns[1] should be text (the user's message), not a whole number"
+    ),
+    "turns_none.yaml": "5: tasks[0].turns should be a list of user messages, not an empty list",
+    "turns_mapping_not_text.yaml": (
+        "8: tasks[0].turns[1].prompt should be text (the user's message), not a list"
+    ),
+    "turns_unknown_key.yaml": (
+        '7: tasks[0].turns[0].test is not a known field (did you mean "tests"?)'
+    ),
     "no_tasks.yaml": "3: tasks must list at least one task",
     "top_level_list.yaml": "1: expected a mapping of fields at the top level",
     "duplicate_key.yaml": "6: rubric is given twice",
@@ -233,3 +248,27 @@ def test_validate_a_folder_checks_every_suite_in_it(tmp_path: Path) -> None:
     nothing = CliRunner().invoke(cli, ["validate", str(empty)])
     assert nothing.exit_code == 2
     assert nothing.stderr.strip() == f"error: {empty}: a folder with no suite files (.yaml) in it"
+
+
+def test_a_conversation_loads_with_each_turns_own_ground_truth(tmp_path: Path) -> None:
+    path = tmp_path / "talk.yaml"
+    path.write_text(
+        "name: talk\nrubric: Prefer correct answers.\ntasks:\n"
+        "  - id: poem\n    turns:\n      - Write a poem about rain.\n      - Now as a limerick.\n"
+        "  - id: code\n    checks: [tests]\n    turns:\n"
+        "      - prompt: Write add(a, b).\n        tests: assert add(1, 2) == 3\n"
+        "      - prompt: Now sub(a, b) too.\n        reference: a - b\n"
+        "        tests: assert sub(3, 1) == 2\n"
+        "  - id: plain\n    prompt: One question.\n"
+    )
+    suite = load_suite(path)
+    poem, code, plain = suite.tasks
+    assert poem.multi_turn and not plain.multi_turn
+    assert [t.prompt for t in poem.conversation()] == ["Write a poem about rain.", "Now as a limerick."]
+    # a conversation's prompt, reference and tests are its first turn's (single-turn readers)
+    assert (code.prompt, code.tests, code.reference) == ("Write add(a, b).", "assert add(1, 2) == 3", None)
+    assert code.conversation()[1].reference == "a - b"
+    assert code.conversation()[1].tests == "assert sub(3, 1) == 2"
+    assert plain.conversation()[0].prompt == "One question."
+    # a dump reads back as the same task (the import and results files round-trip suites)
+    assert type(code).model_validate(code.model_dump(exclude_defaults=True)) == code

@@ -118,7 +118,7 @@ class RunName(click.ParamType[Any]):
     name = "name"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from konkord.configuration.suite import SLUG, slug_problem
+        from konkord.configuration.names import SLUG, slug_problem
 
         text = str(value)
         if not SLUG.match(text):

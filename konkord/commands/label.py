@@ -60,6 +60,7 @@ def label(
     from konkord.configuration.runspec import resolve_run
     from konkord.errors import KonkordError
     from konkord.evidence.log import EvidenceLog
+    from konkord.stages.label.labels import current_labels
     from konkord.stages.label.launch import app_url, serve, streamlit_command
     from konkord.stages.label.sample import pool_for_run
 
@@ -69,7 +70,9 @@ def label(
             "pip install 'konkord[label]'"
         )
     spec = resolve_run(run_name)
-    pool = pool_for_run(spec, EvidenceLog(spec.run_dir))
+    log = EvidenceLog(spec.run_dir)
+    current_labels(log)  # a corrupt labels.jsonl stops here, in one line, not inside the page
+    pool = pool_for_run(spec, log)
     if not pool:
         raise KonkordError(
             f"run {spec.name} has nothing to label: no task has good answers from two models "

@@ -11,10 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from konkord.configuration.names import SLUG, slug_problem
+from konkord.configuration.turns import check_turns
 from konkord.configuration.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
-SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 KNOWN_CHECKS = ("compiles", "ruff_clean", "mypy_clean", "tests")
 # The judge ends with the line "VERDICT: 1|2|TIE" (any case, markdown around it). A rubric that
 # spells the token in capitals, or writes anything shaped like that line, competes with the
@@ -39,13 +40,38 @@ def mentions_verdict(text: str) -> bool:
     return bool(VERDICT_TOKEN.search(text) or VERDICT_LINE_LIKE.search(text))
 
 
-def slug_problem(value: str) -> str:
-    """Why a string is not a slug, in the words STYLE.md uses."""
-    return f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
+class Turn(BaseModel):
+    """One user message of a conversation, with its own optional ground truth."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str
+    reference: str | None = None
+    tests: str | None = Field(
+        default=None, description="Python asserts run against this turn's code by `check`."
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+def _turn_fields(turn: object) -> dict[str, Any]:
+    """A turn as given (text, mapping or Turn) as the mapping Turn validates."""
+    if isinstance(turn, str):
+        return {"prompt": turn}
+    if isinstance(turn, Turn):
+        return turn.model_dump(exclude_defaults=True)
+    return dict(turn) if isinstance(turn, dict) else {"prompt": turn}
 
 
 class Task(BaseModel):
-    """One prompt every model answers; `reference` and `tests` are optional ground truth."""
+    """One prompt every model answers, or a conversation (`turns`: user messages answered in
+    order, each model seeing its own earlier answers); `reference` and `tests` are optional
+    ground truth. A conversation's `prompt`, `reference` and `tests` are its first turn's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -57,6 +83,25 @@ class Task(BaseModel):
         default=None,
         description="Python code with assert statements, run after the answer's code by `check`.",
     )
+    turns: tuple[Turn, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "turns" not in data:
+            return data
+        raw = data["turns"]
+        if not isinstance(raw, list | tuple) or not raw:
+            return data  # the field's own validation names the problem
+        turns = [_turn_fields(turn) for turn in raw]
+        first = turns[0]
+        for name in ("prompt", "reference", "tests"):
+            if data.get(name) is not None and data[name] != first.get(name):
+                raise ValueError(
+                    f"gives both {name} and turns: a conversation's {name} goes in its turns"
+                )
+        filled = {name: first[name] for name in ("prompt", "reference", "tests") if name in first}
+        return {**data, **filled, "turns": turns}
 
     @field_validator("id")
     @classmethod
@@ -82,9 +127,39 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _tests_present(self) -> Task:
-        if "tests" in self.checks and not (self.tests and self.tests.strip()):
+        given = [turn.tests for turn in self.conversation()]
+        if "tests" in self.checks and not any(tests and tests.strip() for tests in given):
             raise ValueError('declares the "tests" check but has no tests')
         return self
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether the task is a conversation of more than one user message."""
+        return len(self.turns) > 1
+
+    def turn_task(self, turn: int) -> Task:
+        """Turn `turn` (1-based) of a conversation as the task its replies are judged, labelled
+        and checked under: its own id (`turns.unit_id`), prompt, reference and tests."""
+        from konkord.configuration.turns import unit_id
+
+        asked = self.conversation()[turn - 1]
+        checks = tuple(c for c in self.checks if c != "tests" or asked.tests)
+        return self.model_copy(
+            update={
+                "id": unit_id(self.id, turn),
+                "prompt": asked.prompt,
+                "reference": asked.reference,
+                "tests": asked.tests,
+                "checks": checks,
+                "turns": (),
+            }
+        )
+
+    def conversation(self) -> tuple[Turn, ...]:
+        """The user turns in order: the task's own prompt as one turn when it has no `turns`."""
+        if self.turns:
+            return self.turns
+        return (Turn(prompt=self.prompt, reference=self.reference, tests=self.tests),)
 
 
 class Suite(BaseModel):
@@ -130,6 +205,19 @@ class Suite(BaseModel):
             if task.id == task_id:
                 return task
         raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
+
+    def judged_ids(self) -> list[str]:
+        """The ids verdicts are given under, in order: a task's own, or each turn's of a
+        conversation (`Task.turn_task`)."""
+        return [
+            unit.id
+            for task in self.tasks
+            for unit in (
+                [task.turn_task(k) for k in range(1, len(task.turns) + 1)]
+                if task.multi_turn
+                else [task]
+            )
+        ]
 
     def rubric_hash(self) -> str:
         """A short hash of the rubric, so drift between runs can be named precisely."""
@@ -268,6 +356,7 @@ def _load_suite(path: Path) -> Suite:
             "owns the judge's response format and adds the verdict instructions itself; "
             "remove that sentence"
         )
+    check_turns(path, located)
     suite: Suite = parse_located(path, located, Suite)
     seen: dict[str, int] = {}
     for index, task in enumerate(suite.tasks):

@@ -23,9 +23,10 @@ from pathlib import Path
 
 import yaml
 
+from konkord.configuration.names import SLUG, slug_problem
 from konkord.configuration.runs_config import DEFAULT_RUNS_FILE, load_runs, runs_file_present
 from konkord.configuration.runspec import RunSpec, resolve_run, write_manifest
-from konkord.configuration.suite import SLUG, Suite, Task, slug_problem
+from konkord.configuration.suite import Suite, Task
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 from konkord.evidence.log import EvidenceLog, now_iso

@@ -24,6 +24,7 @@ from pathlib import Path
 from stat import S_ISREG
 
 import konkord
+from konkord.evidence.atomic import sweep_stale_tmp
 
 STAMP_DIR = Path(".konkord") / "build"  # beside the response cache; not part of the site
 STAMP_FORMAT = 1
@@ -141,6 +142,9 @@ def replay(
             return None
         if fingerprint(key, stamp["files"], stamp["folders"]) != stamp["fingerprint"]:
             return None
+        # Nothing is rewritten, but what a killed build left in public/ must not be deployed.
+        for folder in sorted({os.path.dirname(name) for name in stamp["outputs"]}):
+            sweep_stale_tmp(out / folder)
         return Replay([(name, int(pages)) for name, pages in stamp["runs"]], len(stamp["outputs"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None

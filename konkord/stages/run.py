@@ -1,4 +1,9 @@
-"""The run stage: one answer per (task, model), appended to the evidence log as it arrives."""
+"""The run stage: one answer per (task, model), appended to the evidence log as it arrives.
+
+A conversation (a task with `turns`) is answered turn by turn, each model seeing its own earlier
+answers; every turn is its own record, keyed by the exact messages sent, so a rerun resumes at
+the first turn without a good answer and pays for no turn twice.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from konkord.configuration.suite import Suite, Task
+from konkord.configuration.turns import unit_id
 from konkord.errors import KonkordError, NotLaunched
 from konkord.evidence.log import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.evidence.stopping import one_writer
@@ -31,6 +37,21 @@ def answer_messages(suite: Suite, task: Task) -> list[Message]:
     return messages
 
 
+def conversation_messages(
+    suite: Suite, task: Task, turn: int, earlier: list[str]
+) -> list[Message]:
+    """What a model is sent for turn `turn` (1-based): the first turn's messages, then each
+    earlier answer (the model's own) and the next user message."""
+    messages = answer_messages(suite, task)
+    users = task.conversation()[1:turn]
+    for answer, user in zip(earlier[: turn - 1], users, strict=True):
+        messages += [
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": user.prompt},
+        ]
+    return messages
+
+
 def answer_key_hash(messages: list[Message], settings: CallSettings) -> str:
     """The hash that makes an answer current: the exact messages and the sampling settings.
 
@@ -44,7 +65,9 @@ def answer_key_hash(messages: list[Message], settings: CallSettings) -> str:
 def current_answers(
     log: EvidenceLog, suite: Suite, settings: CallSettings
 ) -> dict[tuple[str, str], Record]:
-    """The current answer record per (task, model), for the current prompt and settings.
+    """The current answer record per (task, model), for the current prompt and settings; for
+    a conversation, its first turn's under the task's id, and every turn's under its judged id
+    (`konkord.configuration.turns.unit_id`: "poem#t2"), as `current_conversations` chains them.
 
     The latest good answer wins; a failure counts only when there is no good answer, so a
     regeneration (`--force`) that fails does not throw away an answer already paid for.
@@ -63,7 +86,51 @@ def current_answers(
             good[key] = record
         else:
             failed[key] = record
-    return {**failed, **good}
+    turns: dict[tuple[str, str], Record] = {}
+    multi = {task.id for task in suite.tasks if task.multi_turn}
+    if multi:
+        conversations = current_conversations(log, suite, settings)
+        for (task_id, model), chain in conversations.items():
+            if task_id in multi:
+                for turn, record in enumerate(chain, start=1):
+                    turns[(unit_id(task_id, turn), model)] = record
+    return {**failed, **good, **turns}
+
+
+def current_conversations(
+    log: EvidenceLog, suite: Suite, settings: CallSettings
+) -> dict[tuple[str, str], list[Record]]:
+    """The current turn records per (task, model), in turn order, for the current prompts and
+    settings: each turn's record must answer the messages built from the earlier turns' current
+    answers. The list stops at the first turn not answered well (a failure is its last item)."""
+    index: dict[tuple[str, str, str], Record] = {}
+    models: dict[str, set[str]] = {}
+    for record in log.records("answers"):
+        key = (str(record.get("task_id")), str(record.get("model")), str(record.get("settings_hash")))
+        models.setdefault(key[0], set()).add(key[1])
+        if _good(record) or not _good(index.get(key)):
+            index[key] = record
+    out: dict[tuple[str, str], list[Record]] = {}
+    for task in suite.tasks:
+        for model in sorted(models.get(task.id, ())):
+            chain: list[Record] = []
+            earlier: list[str] = []
+            for turn in range(1, len(task.conversation()) + 1):
+                messages = conversation_messages(suite, task, turn, earlier)
+                found = index.get((task.id, model, answer_key_hash(messages, settings)))
+                if found is None:
+                    break
+                chain.append(found)
+                if not _good(found):
+                    break
+                earlier.append(str(found["text"]))
+            if chain:
+                out[(task.id, model)] = chain
+    return out
+
+
+def _good(record: Record | None) -> bool:
+    return record is not None and record.get("error") is None and record.get("text") is not None
 
 
 def answers_to_make(
@@ -73,13 +140,13 @@ def answers_to_make(
     settings: CallSettings,
     force: bool = False,
 ) -> list[tuple[Task, str]]:
-    """The (task, model) pairs without a good current answer (all of them with force)."""
-    existing = {} if force else current_answers(log, suite, settings)
+    """The (task, model) pairs without a good current answer to every turn (all with force)."""
+    existing = {} if force else current_conversations(log, suite, settings)
     todo: list[tuple[Task, str]] = []
     for task in suite.tasks:
         for model in models:
-            record = existing.get((task.id, model))
-            if record is None or record.get("error") is not None:
+            chain = existing.get((task.id, model), [])
+            if len(chain) < len(task.conversation()) or not _good(chain[-1]):
                 todo.append((task, model))
     return todo
 
@@ -98,12 +165,19 @@ class RunSummary:
 
 
 def answer_record(
-    task: Task, model: str, messages: list[Message], settings: CallSettings, result: CallResult
+    task: Task,
+    model: str,
+    messages: list[Message],
+    settings: CallSettings,
+    result: CallResult,
+    turn: int = 1,
 ) -> Record:
-    """The evidence record for one answer (or one failure to answer)."""
+    """The evidence record for one answer (or one failure to answer); a conversation's records
+    say which turn they answer."""
     return {
         "kind": "answer",
         "task_id": task.id,
+        **({"turn": turn} if task.multi_turn else {}),
         "model": model,
         "settings_hash": answer_key_hash(messages, settings),
         "settings": settings.generation(),
@@ -134,25 +208,26 @@ async def generate_answers(
     if on_total:
         on_total(len(todo))
     appender = AsyncAppender(log, "answers")
+    existing = {} if force else current_conversations(log, suite, settings)
 
-    async def answer_one(task: Task, model: str) -> None:
-        messages = answer_messages(suite, task)
+    async def answer_turn(task: Task, model: str, turn: int, earlier: list[str]) -> str | None:
+        """Ask one turn and record it; its text, or None when it failed."""
+        messages = conversation_messages(suite, task, turn, earlier)
+        result = await client.complete(model, messages, settings, use_cache=not force)
         try:
-            result = await client.complete(model, messages, settings, use_cache=not force)
-        except NotLaunched:
-            return  # --max-cost or Ctrl-C: not sent; a rerun asks it
-        try:
-            await appender.append(answer_record(task, model, messages, settings, result))
+            await appender.append(answer_record(task, model, messages, settings, result, turn))
         except OSError as exc:
             raise KonkordError(
                 f"{log.path('answers')}: cannot write ({exc.strerror or exc}); the answers "
                 "saved so far are kept: fix this and run the same command again"
             ) from None
+        label = f"{task.id} / {model}" + (f" (turn {turn})" if task.multi_turn else "")
         if not result.ok:
             summary.failed += 1
-            summary.failures.append(f"{task.id} / {model}: {result.error}")
+            summary.failures.append(f"{label}: {result.error}")
             summary.cost_usd += result.cost_usd or 0.0  # an empty reply is billed all the same
-        elif result.cached:
+            return None
+        if result.cached:
             summary.cached += 1
         else:
             summary.generated += 1
@@ -160,6 +235,19 @@ async def generate_answers(
                 summary.unknown_price_models.add(model)
             else:
                 summary.cost_usd += result.cost_usd
+        return result.text or ""
+
+    async def answer_one(task: Task, model: str) -> None:
+        done = [r for r in existing.get((task.id, model), []) if _good(r)]
+        earlier = [str(record["text"]) for record in done]
+        for turn in range(len(done) + 1, len(task.conversation()) + 1):
+            try:
+                text = await answer_turn(task, model, turn, earlier)
+            except NotLaunched:
+                return  # --max-cost or Ctrl-C: not sent; a rerun asks it
+            if text is None:
+                break  # later turns are not asked on a failed context; a rerun retries it
+            earlier.append(text)
         if on_done:
             on_done()
 

@@ -1,0 +1,89 @@
+"""A suite's conversations checked as written: `turns:` mistakes named at their own line
+(both `prompt` and `turns`, an empty list or turn, a turn that is not text) before pydantic
+validates the fields, whose errors could only point at the task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from konkord.configuration.yamlpos import Located
+from konkord.errors import SuiteError
+
+_KINDS = {
+    "str": "text",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true/false",
+    "list": "a list",
+    "dict": "a mapping",
+    "NoneType": "null",
+}
+
+
+def check_turns(path: Path, located: Located) -> None:
+    """The mistakes a conversation invites, named at their own line before field validation."""
+    tasks = located.data.get("tasks") if isinstance(located.data, dict) else None
+    for index, task in enumerate(tasks if isinstance(tasks, list) else []):
+        if not isinstance(task, dict) or "turns" not in task:
+            continue
+        where = ("tasks", index, "turns")
+        name = f"tasks[{index}].turns"
+        if "prompt" in task:
+            raise SuiteError(
+                f"{path}:{located.line_of(('tasks', index, 'prompt'))}: tasks[{index}] gives both "
+                "prompt and turns: write a single prompt, or the conversation's turns, not both"
+            )
+        turns = task["turns"]
+        if not isinstance(turns, list) or not turns:
+            kind = type(turns).__name__
+            got = "an empty list" if isinstance(turns, list) else _KINDS.get(kind, kind)
+            raise SuiteError(
+                f"{path}:{located.line_of(where)}: {name} should be a list of user messages, "
+                f"not {got}"
+            )
+        for number, turn in enumerate(turns):
+            line = located.line_of((*where, number))
+            if isinstance(turn, dict) and "prompt" not in turn:
+                raise SuiteError(f"{path}:{line}: {name}[{number}].prompt is required")
+            text = turn.get("prompt") if isinstance(turn, dict) else turn
+            if not isinstance(text, str):
+                got = _KINDS.get(type(text).__name__, type(text).__name__)
+                field = f"{name}[{number}]" + (".prompt" if isinstance(turn, dict) else "")
+                line = located.line_of((*where, number, "prompt")) if isinstance(turn, dict) else line
+                raise SuiteError(
+                    f"{path}:{line}: {field} should be text (the user's message), not {got}"
+                )
+            if not text.strip():
+                raise SuiteError(f"{path}:{line}: {name}[{number}] must not be empty")
+
+
+def unit_id(task_id: str, turn: int) -> str:
+    """The id a conversation's turn is judged, labelled and checked under ("poem#t2"): '#' is
+    no slug character, so it never names a task of its own."""
+    return f"{task_id}#t{turn}"
+
+
+def split_unit(unit: str) -> tuple[str, int | None]:
+    """(task id, turn) of a judged id; turn None for a single-turn task's own id."""
+    base, mark, turn = unit.rpartition("#t")
+    if mark and turn.isdigit():
+        return base, int(turn)
+    return unit, None
+
+
+def task_clusters(task_ids: list[str]) -> dict[str, int]:
+    """Index per task id, and the same index for each turn of a conversation under its
+    `unit_id`: turns are separate comparisons within one task, so the bootstrap, which
+    resamples task indices, still resamples whole tasks."""
+    index = {task_id: k for k, task_id in enumerate(task_ids)}
+    return _ClusterIndex(index)
+
+
+class _ClusterIndex(dict[str, int]):
+    """A task index that also answers for a conversation's turn ids."""
+
+    def __missing__(self, key: str) -> int:
+        base, turn = split_unit(key)
+        if turn is None or base not in self:
+            raise KeyError(key)
+        return self[base]
