@@ -125,6 +125,15 @@ def test_a_random_design_is_recorded_judged_and_shown(project: Path) -> None:
     assert len(verdicts) == 24
     assert {(v["task_id"], v["model_a"], v["model_b"]) for v in verdicts} == owed
     assert "design random: 2 pairs per task (seed 0): 12 of 60 task pairs (20%)" in result.output
+    from konkord.configuration.runspec import resolve_run
+    from konkord.stages.report.report import build_results
+
+    block = build_results(resolve_run("s")).judge_blocks[0]
+    assert block.design is not None
+    assert (block.design.judged, block.design.possible) == (12, 60)
+    assert block.design.label == "random: 2 pairs per task (seed 0)"
+    assert block.captions["rank"].startswith("Judged 12 of 60 possible comparisons")
+    assert any(m.startswith("Pair design: random: 2 pairs per task") for m in block.methods)
 
 
 def test_an_adaptive_design_killed_mid_round_continues_the_same_design(project: Path) -> None:

@@ -108,9 +108,20 @@ def judge(
         from konkord.configuration.pair_design import parse_design
 
         try:
-            spec = replaced(spec, design=parse_design(design), judges=tuple(chosen))
+            wanted = parse_design(design)
         except ValueError as exc:
             raise KonkordError(f"--design {exc}") from None
+        if spec.in_runs_file and wanted != spec.design:
+            raise KonkordError(
+                f'--design {design}: run "{spec.name}" is in runs.json with design '
+                f'{spec.design.label}; set "design" there instead, so the report states it'
+            )
+        if wanted != spec.design and not dry_run:
+            from konkord.configuration.runspec import write_manifest
+
+            spec = replaced(spec, design=wanted)
+            write_manifest(spec)  # the report and later reruns read the design from it
+        spec = replaced(spec, design=wanted, judges=tuple(chosen))
     named = (*chosen, *([first_pass] if first_pass else []))
     check_model_names(
         [j for j in named if j not in spec.deployments],

@@ -181,6 +181,7 @@ def judge_block(
         rank_groups=[[models[k] for k in group] for group in ranking.groups],
         claims=claims,
         diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
+        design=_design_info(spec, log, done, len(task_ids)),
         bootstrap=R.BootstrapInfo(
             unit=options.unit,
             resamples=options.resamples,
@@ -191,6 +192,23 @@ def judge_block(
             disconnected_resamples=boot.n_disconnected,
             disconnected_handling=DISCONNECTED_HANDLING,
         ),
+    )
+
+
+def _design_info(
+    spec: RunSpec, log: EvidenceLog, done: list[CombinedVerdict], n_tasks: int
+) -> R.DesignInfo:
+    """The run's pair design and how many of all possible task pairs were judged."""
+    from konkord.stages.judge.design import rounds
+
+    recorded = rounds(spec, log) if spec.design.kind == "adaptive" else []
+    m = len(spec.models)
+    return R.DesignInfo(
+        label=spec.design.label,
+        judged=len({(c.task_id, c.model_a, c.model_b) for c in done}),
+        possible=n_tasks * m * (m - 1) // 2,
+        rounds=max(0, len(recorded) - 1),
+        stopped=recorded[-1].get("stop") if recorded else None,
     )
 
 
