@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -67,16 +68,20 @@ STEPS: dict[str, tuple[str, ...]] = {
 def konkord(root: Path, code: Path, *args: str) -> dict[str, float | str]:
     """One whole `konkord` process in `root` with the konkord package found in `code`."""
     env = dict(os.environ, PYTHONPATH=str(code), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-c", KONKORD, *args], cwd=root, capture_output=True, text=True, env=env
     )
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds (user + system, workers included): on a shared machine, steadier than wall.
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.returncode != 0:
         raise SystemExit(f"konkord {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     peaks = json.loads(result.stderr.strip().splitlines()[-1])
     lines = result.stdout.strip().splitlines()
-    return {"wall": wall, **peaks, "line": lines[-1] if lines else ""}
+    return {"wall": wall, "cpu": cpu, **peaks, "line": lines[-1] if lines else ""}
 
 
 def write_suite(root: Path, n_tasks: int, distinct: int) -> None:
@@ -143,7 +148,7 @@ def site_figures(public: Path) -> str:
 
 def figure(result: dict[str, float | str]) -> str:
     mib = max(float(result["main_mib"]), float(result["workers_mib"]))
-    return f"{float(result['wall']):6.1f} s {mib:6.0f} MiB"
+    return f"{float(result['wall']):6.1f} s (CPU {float(result['cpu']):5.1f} s) {mib:6.0f} MiB"
 
 
 def main() -> None:

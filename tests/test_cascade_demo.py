@@ -41,7 +41,7 @@ def test_the_demo_has_a_cascade_that_decides_some_pairs_and_escalates_others(
     demo: tuple[Any, dict[str, Any]],
 ) -> None:
     results, entry = demo
-    strong = entry["judges"][0]
+    strong = entry["judges"][0]["model"]
     block = results.block(strong).cascade
     assert block is not None and block.first_pass == entry["cascade"]["first_pass"]
     assert 0 < block.decided_first_pass < block.pairs and block.pending == 0
@@ -52,7 +52,7 @@ def test_selective_table_recomputed_by_hand_from_the_evidence(
     demo: tuple[Any, dict[str, Any]],
 ) -> None:
     results, entry = demo
-    strong, first_pass = entry["judges"][0], entry["cascade"]["first_pass"]
+    strong, first_pass = entry["judges"][0]["model"], entry["cascade"]["first_pass"]
     run_dir = REPO / "runs" / RUN
     verdicts = latest(
         run_dir / "verdicts.jsonl", ("task_id", "model_a", "model_b", "order", "judge")

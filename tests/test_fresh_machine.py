@@ -302,10 +302,20 @@ def fresh_build(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     yield {"clone": clone, "command": command, "done": done, "log": log}
 
 
+def spec(listed: str | dict[str, str]) -> str:
+    """A model as runs.json lists it: its spec, or {"model": spec, "name": display name}."""
+    return listed["model"] if isinstance(listed, dict) else listed
+
+
+def shown(listed: str | dict[str, str]) -> str:
+    """The name the pages show for a listed model: its display name, else its spec."""
+    return listed.get("name", listed["model"]) if isinstance(listed, dict) else listed
+
+
 def demo_runs(clone: Path) -> list[dict[str, Any]]:
     """The runs of the shipped runs.json that use simulated models (the demo runs)."""
     entries: list[dict[str, Any]] = json.loads((clone / "runs.json").read_text())["runs"]
-    return [e for e in entries if any(m.startswith("sim/") for m in e["models"])]
+    return [e for e in entries if any(spec(m).startswith("sim/") for m in e["models"])]
 
 
 @pytest.mark.slow
@@ -341,7 +351,7 @@ def test_demo_leaderboards_list_the_sim_models_with_intervals(
         sections = soup(page).select("section.judge")
         assert sections, f"{page}: no judge section"
         assert len(sections) == len(entry.get("judges", [])), page
-        sim_models = [m for m in entry["models"] if m.startswith("sim/")]
+        sim_models = [shown(m) for m in entry["models"] if spec(m).startswith("sim/")]
         for section in sections:
             rows = {
                 cell_text(row, "td.model"): row

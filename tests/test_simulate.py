@@ -192,3 +192,19 @@ def test_simulate_judge_bias_needs_a_label_budget() -> None:
     result = CliRunner().invoke(cli, ["simulate", "--judge-bias", "1"])
     assert result.exit_code != 0
     assert "--judge-bias needs --label-budget" in result.output
+
+
+def test_the_true_win_rate_is_the_given_rate_with_ties_shared_then_pulled_to_half() -> None:
+    """What the printed "true win rate" says it is: with a perfect judge and no task effects,
+    the rates given (80..3, averaging 41.6%) plus the 8.4 points of ties they leave out, shared
+    evenly; a judge that errs, and tasks that vary, pull every one toward 50%."""
+    given = np.array([80, 70, 61, 51, 42, 32, 22, 13, 3]) / 100
+    strength = sim.strengths_from_win_rates(list(given))
+    judge = sim.JudgeModel(accuracy=1.0, tie_rate=0.0)
+    perfect = sim.truth_of(sim.Plan(strength, 14, judge, task_effect=0.0))
+    np.testing.assert_allclose(
+        np.sort(perfect.expected_win_rate)[::-1], given + (0.5 - given.mean()), atol=1e-6
+    )
+    pulled = sim.truth_of(sim.Plan(strength, 14)).expected_win_rate
+    shared = given + (0.5 - given.mean())
+    assert np.all(np.abs(np.sort(pulled)[::-1] - 0.5) < np.abs(shared - 0.5))

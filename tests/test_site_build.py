@@ -12,7 +12,7 @@ from fixtures_site import make_results, write_project
 from konkord.cli import cli
 from konkord.errors import KonkordError
 from konkord.results.schema import Results, write_results
-from konkord.stages.build.build import build_site
+from konkord.stages.build.build import BuildSummary, build_site
 
 RUNS = Path("runs.json")
 OUT = Path("public")
@@ -70,13 +70,59 @@ def test_listed_run_without_results_file(consistent: Path) -> None:
     assert "konkord report --run two" in message
 
 
-def test_results_file_not_listed_is_a_warning_naming_publish(consistent: Path) -> None:
-    write_results(make_results("stray", n_tasks=1), consistent / "results/stray.json")
+def warnings(summary: BuildSummary) -> list[str]:
+    return [note for note in summary.notes if note.startswith("warning:")]
+
+
+def test_an_unlisted_results_file_whose_run_can_be_published_names_publish_and_it_works(
+    consistent: Path,
+) -> None:
+    stray = make_results("stray", models=["m/a", "m/b"], judges=["j/x"], n_tasks=1)
+    write_project(consistent / "scratch", [stray], templates=False)
+    (consistent / "suites").mkdir(exist_ok=True)
+    (consistent / stray.suite.path).write_text((consistent / "scratch" / stray.suite.path).read_text())
+    write_results(stray, consistent / "results/stray.json")
+    (consistent / "runs/stray").mkdir(parents=True)
+    manifest = {"name": "stray", "suite": stray.suite.path, "models": ["m/a", "m/b"], "judges": ["j/x"]}
+    (consistent / "runs/stray/run.json").write_text(json.dumps(manifest))
     summary = build_site(OUT, offline=True, runs_file=RUNS)
     assert summary.runs == ["one", "two"]
-    assert summary.notes == [
+    assert warnings(summary) == [
         "warning: results/stray.json: not on the site, as runs.json does not list it; "
         "to publish it run `konkord publish stray`"
+    ]
+    # The advice, followed, settles it: the run is on the site and the warning is gone.
+    assert CliRunner().invoke(cli, ["publish", "stray"]).exit_code == 0
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert summary.runs == ["one", "two", "stray"] and warnings(summary) == []
+
+
+def test_an_unlisted_copy_of_a_listed_run_says_to_delete_it_or_point_the_entry_at_it(
+    consistent: Path,
+) -> None:
+    (consistent / "results/two-copy.json").write_bytes((consistent / "results/two.json").read_bytes())
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert warnings(summary) == [
+        'warning: results/two-copy.json: not on the site, though its run "two" is in runs.json, '
+        'with results results/two.json: delete this copy, or set "results": '
+        '"results/two-copy.json" in that entry'
+    ]
+    # `konkord publish two` would answer "already listed": it is not what the warning says.
+    assert "publish" not in warnings(summary)[0]
+    edit_runs(consistent, {"results": "results/two-copy.json"}, run=1)
+    (consistent / "results/two.json").unlink()
+    assert warnings(build_site(OUT, offline=True, runs_file=RUNS)) == []
+
+
+def test_an_unlisted_results_file_of_no_known_run_says_to_remove_it(consistent: Path) -> None:
+    write_results(make_results("nope", n_tasks=1), consistent / "results/nope.json")
+    (consistent / "results/notes.json").write_text("[1, 2]")
+    summary = build_site(OUT, offline=True, runs_file=RUNS)
+    assert warnings(summary) == [
+        'warning: results/nope.json: not on the site, as runs.json does not list its run "nope", '
+        "which has no runs/nope/run.json to publish it from; delete it or move it out of results/",
+        "warning: results/notes.json: not on the site, and not a results file konkord can read; "
+        "move it out of results/",
     ]
 
 
@@ -300,3 +346,26 @@ def test_task_id_that_cannot_be_a_folder_is_refused(consistent: Path) -> None:
     message = build_error()
     assert 'results/one.json: task id "../escape" cannot be a page name' in message
     assert not (consistent / "escape").exists()
+
+
+def test_a_failed_build_leaves_the_previous_site_as_it_was(consistent: Path) -> None:
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(consistent / OUT)
+    # A template that breaks after others were rendered: the runs index, rendered first of the
+    # site-wide pages, changed; the 404 page, rendered last, fails.
+    (consistent / "templates/index.html").write_text("changed\n")
+    missing = consistent / "templates/404.html"
+    missing.write_text(missing.read_text() + "{% if %}")
+    with pytest.raises(KonkordError, match=r"404\.html"):
+        build_site(OUT, offline=True, runs_file=RUNS)
+    assert snapshot(consistent / OUT) == before
+    assert [p.name for p in consistent.iterdir() if p.name.startswith(".public")] == []
+
+
+def test_a_first_build_that_fails_leaves_no_site_behind(consistent: Path) -> None:
+    task = consistent / "templates/task.html"
+    task.write_text(task.read_text() + "{% if %}")
+    with pytest.raises(KonkordError):
+        build_site(OUT, offline=True, runs_file=RUNS)
+    assert not (consistent / OUT).exists()
+    assert [p.name for p in consistent.iterdir() if p.name.startswith(".public")] == []

@@ -185,14 +185,17 @@ def test_internal_links_name_a_file_so_they_work_from_disk(
                 assert target.fragment in ids[local], (path, anchor["href"], "no such id")
     assert 'href="/index.html"' in (public / "404.html").read_text()
     rules = [line.split() for line in (public / "_redirects").read_text().splitlines()]
-    assert rules[:2] == [["/", "/index.html", "200"], ["/*/", "/:splat/index.html", "200"]]
-    # A folder typed without its slash is sent to the folder (served as it is, its relative
-    # links would miss); task folders are reached by links alone.
-    slashless = {source: (target, status) for source, target, status in rules[2:]}
+    # static rules first (Cloudflare's runtime asks for it), the one splat rewrite last
+    assert rules[0] == ["/", "/index.html", "200"]
+    assert rules[-1] == ["/*/", "/:splat/index.html", "200"]
+    # Every folder typed without its slash is sent to the folder (served as it is, its
+    # relative links would miss), task folders too.
+    slashless = {source: (target, status) for source, target, status in rules[1:-1]}
     assert slashless["/alpha"] == ("/alpha/", "301")
     assert slashless["/alpha/calibration"] == ("/alpha/calibration/", "301")
     assert slashless["/about"] == ("/about/", "301")
-    assert not any("/tasks/" in source for source in slashless)
+    folders = {p.parent for p in public.rglob("index.html")} - {public}
+    assert set(slashless) == {"/" + f.relative_to(public).as_posix() for f in folders}
     for source, (target, _) in slashless.items():
         assert target == source + "/" and (public / source[1:] / "index.html").is_file()
 
@@ -202,13 +205,18 @@ def test_methodology_prints_the_prompt_from_the_results_file(
 ) -> None:
     public, runs = site
     soup = page(public, "alpha/methodology/")
-    prompt = soup.select_one("#judge-1 pre.prompt")
+    prompts = soup.select("section.judge-prompt")
+    assert len(prompts) == 2  # one recorded prompt, and one judge with none
+    prompt = prompts[0].select_one("pre.prompt")
     assert prompt is not None
     assert prompt.get_text() == runs[0].judge_blocks[0].system_prompt
     assert prompt.get_text().startswith(SYSTEM_PROMPT)
+    assert runs[0].judge_blocks[0].judge in prompts[0].get_text()
     # The second judge has no recorded prompt: nothing is recomposed.
-    assert soup.select_one("#judge-2 pre.prompt") is None
-    assert "no recorded prompt" in soup.select_one("#judge-2").get_text()
+    assert prompts[1].select_one("pre.prompt") is None
+    assert "no recorded prompt" in prompts[1].get_text()
+    assert runs[0].judge_blocks[1].judge in prompts[1].get_text()
+    assert soup.select_one("#judge-2") is not None  # links into a judge's methods still land
     # The methodology prose from content/ is there.
     assert "How the ranking is made" in soup.get_text()
 

@@ -3,7 +3,9 @@
 Runs outside the sandbox as `python -I -B harness.py REQUESTS REPLIES STATUS TESTS_FILE`. The
 answer's names arrive from the sandboxed worker as plain data or as handles (`wire.Remote`), so
 the tests call the answer's functions across the line and compare what comes back, plain data
-only, here. The verdict is written to STATUS, a descriptor only this process holds.
+only, here. The tests run with this process's own builtins and see, of the answer's names,
+only those they use and never a dunder (a sent `__builtins__` would fake every check). The
+verdict is written to STATUS, a descriptor only this process holds.
 """
 
 from __future__ import annotations

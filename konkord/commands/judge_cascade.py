@@ -86,6 +86,8 @@ def run_cascade(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+    from konkord.configuration.display_names import rename_text
+    from konkord.providers.failures import failure_lines
     from konkord.stages.judge.cascade import cascade_lines, cascade_run
     from konkord.stages.judge.judge import summary_lines
 
@@ -121,9 +123,9 @@ def run_cascade(
     for note in summary.notes:
         click.echo(f"note: {note}", err=True)
     for line in summary_lines(summary) + cascade_lines(spec, plan):
-        click.echo(line)
+        click.echo(rename_text(line, spec.names))
     for tally in summary.tallies.values():
-        for line in tally.failures[:10]:
+        for line in failure_lines(tally.failures, spec.settings.api_base):
             click.secho(f"  failed: {line}", fg="red", err=True)
     if summary.failed:
         click.echo("rerun the same command to retry the failures", err=True)

@@ -22,6 +22,7 @@ def judges(run_name: str) -> None:
     results/<run>.json, computing it first (as `konkord report` would) where
     it is missing or older than the judge table. Calls no model.
     """
+    from konkord.configuration.display_names import renamed
     from konkord.configuration.runspec import resolve_run
     from konkord.results.judges_table import judge_table
     from konkord.results.schema import read_results, write_results
@@ -40,5 +41,5 @@ def judges(run_name: str) -> None:
         )
         results = build_results(spec, ReportOptions())
         write_results(results, spec.results_path)
-    for line in format_judge_table(spec.name, judge_table(results)):
+    for line in format_judge_table(spec.name, judge_table(renamed(results, spec.names))):
         click.echo(line)

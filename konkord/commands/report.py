@@ -36,6 +36,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
         click.echo(replayed, nl=False)
         return
 
+    from konkord.configuration.display_names import renamed
     from konkord.configuration.runs_config import DEFAULT_RUNS_FILE
     from konkord.configuration.runspec import manifest_path, resolve_run
     from konkord.errors import KonkordError
@@ -67,7 +68,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
             pass
         else:
             with reportstamp.captured() as printed:
-                print_report(current)
+                print_report(renamed(current, spec.names))
                 click.echo(f"{path} is up to date with the evidence; nothing recomputed")
             # Kept only if nothing changed while it was read: the text is then theirs.
             if reportstamp.fingerprint(key, files, folders) == before:
@@ -77,5 +78,5 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
 
     results = build_results(spec, options)
     write_results(results, path)
-    print_report(results)
+    print_report(renamed(results, spec.names))
     click.echo(f"wrote {path}")

@@ -91,6 +91,7 @@ def run(
 
     from konkord.configuration.credentials import url_credentials_problem
     from konkord.evidence.log import EvidenceLog, TornLineWarning
+    from konkord.providers.failures import failure_lines
     from konkord.providers.model_names import check_model_names
     from konkord.stages.run import answers_to_make
 
@@ -186,10 +187,8 @@ def run(
             fg="yellow",
             err=True,
         )
-    for line in summary.failures[:10]:
+    for line in failure_lines(summary.failures, spec.settings.api_base):
         click.secho(f"  failed: {line}", fg="red", err=True)
-    if len(summary.failures) > 10:
-        click.secho(f"  ... and {len(summary.failures) - 10} more", fg="red", err=True)
     if summary.failed:
         click.echo("rerun the same command to retry the failures", err=True)
     if summary.failed or stopped:

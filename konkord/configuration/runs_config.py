@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
     field_validator,
+    model_validator,
 )
 
 from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.deployments import Deployment
 from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.names import SLUG, slug_problem
+from konkord.configuration.pair_design import PairDesign, parse_design
 from konkord.configuration.suite import parse_located
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
@@ -105,6 +109,24 @@ class Cascade(BaseModel):
         return self.strong or (judges[0] if judges else None)
 
 
+MAX_NAME_LENGTH = 60
+
+
+def _spec_of(value: Any) -> Any:
+    """A model or judge as listed: its spec, or {"model": spec, "name": display name}."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"model", "name"})
+        if unknown:
+            raise ValueError(f'unknown key "{unknown[0]}" (a model is {{"model": ..., "name": ...}})')
+        if not isinstance(value.get("model"), str):
+            raise ValueError('needs "model": the full name litellm calls, e.g. openai/gpt-4o')
+        return value["model"]
+    return value
+
+
+ModelSpec = Annotated[str, BeforeValidator(_spec_of)]
+
+
 class RunEntry(BaseModel):
     """One published run: what was asked of which models, judged by whom."""
 
@@ -112,8 +134,10 @@ class RunEntry(BaseModel):
 
     name: str
     suite: str
-    models: tuple[str, ...]
-    judges: tuple[str, ...] = ()
+    models: tuple[ModelSpec, ...]
+    judges: tuple[ModelSpec, ...] = ()
+    # full spec -> the short name pages and the terminal show (from {"model", "name"} entries)
+    names: dict[str, str] = {}
     label_plan: LabelPlan = LabelPlan()
     results: str | None = None
     prices: dict[str, Price] = {}
@@ -124,6 +148,44 @@ class RunEntry(BaseModel):
     style_control: bool = True
     # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
+    # which comparisons the judge is paid for (konkord.configuration.pair_design)
+    design: PairDesign = PairDesign()
+
+    @field_validator("design", mode="before")
+    @classmethod
+    def _design(cls, value: object) -> PairDesign:
+        return parse_design(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_names(cls, data: Any) -> Any:
+        """Move the display names of {"model": ..., "name": ...} entries into `names`."""
+        if not isinstance(data, dict):
+            return data
+        names = dict(data["names"]) if isinstance(data.get("names"), dict) else {}
+        for field in ("models", "judges"):
+            listed = data.get(field)
+            for item in listed if isinstance(listed, list | tuple) else ():
+                if isinstance(item, dict) and isinstance(item.get("model"), str) and "name" in item:
+                    names[item["model"]] = item["name"]
+        if names or "names" in data:
+            data = {**data, "names": names}
+        return data
+
+    @field_validator("names")
+    @classmethod
+    def _display_names(cls, value: dict[str, str]) -> dict[str, str]:
+        seen: dict[str, str] = {}
+        for spec, name in value.items():
+            if not name.strip() or name != name.strip() or len(name) > MAX_NAME_LENGTH:
+                raise ValueError(
+                    f'"{name}" (for {spec}) is not a display name: 1 to {MAX_NAME_LENGTH} '
+                    "characters, no leading or trailing spaces"
+                )
+            if name in seen:
+                raise ValueError(f'"{name}" names both {seen[name]} and {spec}')
+            seen[name] = spec
+        return value
 
     @field_validator("name")
     @classmethod
@@ -174,6 +236,12 @@ class RunEntry(BaseModel):
         if self.cascade is not None:
             out += self._cascade_problems(self.cascade)
         first_pass = {self.cascade.first_pass} if self.cascade else set()
+        listed = {*self.models, *self.judges, *first_pass}
+        for spec, name in self.names.items():
+            if spec not in listed:
+                out.append((("names", spec), f'"{spec}" is neither a model nor a judge of this run'))
+            elif name in listed and name != spec:
+                out.append((("names", spec), f'"{name}" is the full name of another model or judge'))
         if isinstance(self.deployments, dict):
             for model in self.deployments:
                 if model not in (*self.models, *self.judges, *first_pass):

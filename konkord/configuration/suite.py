@@ -137,6 +137,24 @@ class Task(BaseModel):
         """Whether the task is a conversation of more than one user message."""
         return len(self.turns) > 1
 
+    def turn_task(self, turn: int) -> Task:
+        """Turn `turn` (1-based) of a conversation as the task its replies are judged, labelled
+        and checked under: its own id (`turns.unit_id`), prompt, reference and tests."""
+        from konkord.configuration.turns import unit_id
+
+        asked = self.conversation()[turn - 1]
+        checks = tuple(c for c in self.checks if c != "tests" or asked.tests)
+        return self.model_copy(
+            update={
+                "id": unit_id(self.id, turn),
+                "prompt": asked.prompt,
+                "reference": asked.reference,
+                "tests": asked.tests,
+                "checks": checks,
+                "turns": (),
+            }
+        )
+
     def conversation(self) -> tuple[Turn, ...]:
         """The user turns in order: the task's own prompt as one turn when it has no `turns`."""
         if self.turns:
@@ -187,6 +205,19 @@ class Suite(BaseModel):
             if task.id == task_id:
                 return task
         raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
+
+    def judged_ids(self) -> list[str]:
+        """The ids verdicts are given under, in order: a task's own, or each turn's of a
+        conversation (`Task.turn_task`)."""
+        return [
+            unit.id
+            for task in self.tasks
+            for unit in (
+                [task.turn_task(k) for k in range(1, len(task.turns) + 1)]
+                if task.multi_turn
+                else [task]
+            )
+        ]
 
     def rubric_hash(self) -> str:
         """A short hash of the rubric, so drift between runs can be named precisely."""

@@ -55,3 +55,35 @@ def check_turns(path: Path, located: Located) -> None:
                 )
             if not text.strip():
                 raise SuiteError(f"{path}:{line}: {name}[{number}] must not be empty")
+
+
+def unit_id(task_id: str, turn: int) -> str:
+    """The id a conversation's turn is judged, labelled and checked under ("poem#t2"): '#' is
+    no slug character, so it never names a task of its own."""
+    return f"{task_id}#t{turn}"
+
+
+def split_unit(unit: str) -> tuple[str, int | None]:
+    """(task id, turn) of a judged id; turn None for a single-turn task's own id."""
+    base, mark, turn = unit.rpartition("#t")
+    if mark and turn.isdigit():
+        return base, int(turn)
+    return unit, None
+
+
+def task_clusters(task_ids: list[str]) -> dict[str, int]:
+    """Index per task id, and the same index for each turn of a conversation under its
+    `unit_id`: turns are separate comparisons within one task, so the bootstrap, which
+    resamples task indices, still resamples whole tasks."""
+    index = {task_id: k for k, task_id in enumerate(task_ids)}
+    return _ClusterIndex(index)
+
+
+class _ClusterIndex(dict[str, int]):
+    """A task index that also answers for a conversation's turn ids."""
+
+    def __missing__(self, key: str) -> int:
+        base, turn = split_unit(key)
+        if turn is None or base not in self:
+            raise KeyError(key)
+        return self[base]

@@ -61,7 +61,7 @@ class Route:
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.provider in ("openai", "litellm_proxy"):
-            key = os.environ.get("OPENAI_API_KEY")
+            key = os.environ.get("OPENAI_API_KEY") or None  # set but empty is not a key
             if key is None and self.api_base:
                 key = "not-needed"  # local OpenAI-compatible servers often take no key
             if key is not None:

@@ -88,7 +88,8 @@ class Deployments:
                 if d.api_key_env:
                     params["api_key"] = os.environ.get(d.api_key_env, "")
                 elif d.api_base:
-                    params["api_key"] = os.environ.get("OPENAI_API_KEY", "not-needed")
+                    # a local server takes no key; an empty variable is no key either
+                    params["api_key"] = os.environ.get("OPENAI_API_KEY") or "not-needed"
                 if d.rpm:
                     params["rpm"] = d.rpm
                 if d.tpm:

@@ -169,6 +169,16 @@ class BootstrapInfo(Strict):
     disconnected_handling: str | None = None
 
 
+class DesignInfo(Strict):
+    """Which comparisons were judged: the run's pair design and its share of all possible."""
+
+    label: str = Field(description='The design in words, e.g. "random: 5 pairs per task".')
+    judged: int = Field(description="Task pairs judged in both orders.")
+    possible: int = Field(description="Every pair of models on every task.")
+    rounds: int = Field(default=0, description="Adaptive rounds after the start.")
+    stopped: str | None = Field(default=None, description="Why an adaptive design stopped.")
+
+
 class SelfFamilyNote(Strict):
     """A judge of this ranking shares a provider family with ranked models (any source)."""
 
@@ -214,6 +224,9 @@ class JudgeBlock(Strict):
     style: StyleControl | None = Field(
         default=None,
         description="The style-controlled ranking and coefficients; None when switched off.",
+    )
+    design: DesignInfo | None = Field(
+        default=None, description="The pair design and how many of all comparisons it judged."
     )
 
     @property

@@ -44,10 +44,12 @@ def register_reference(prompt: str, reference: str) -> None:
 
 
 def register_suite(suite: Any) -> None:
-    """Register the reference of every task of a loaded `konkord.configuration.suite.Suite` that has one."""
+    """Register the reference of every task of a loaded `konkord.configuration.suite.Suite`
+    that has one, and of every turn of a conversation that has one."""
     for task in suite.tasks:
-        if task.reference:
-            register_reference(task.prompt, task.reference)
+        for turn in task.conversation():
+            if turn.reference:
+                register_reference(turn.prompt, turn.reference)
 
 
 def _suites_named_in(path: Path) -> list[str]:

@@ -66,7 +66,7 @@ def anchored_plot(
             f'<rect x="0" y="{svg_number(top + ROW_HEIGHT * index)}" width="{width}" '
             f'height="{ROW_HEIGHT}" class="{band}"/>'
         )
-    parts += axis_parts(x, top, axis_y)
+    parts += axis_parts(x, top, axis_y, row_height=ROW_HEIGHT)
     for index, (judged, people) in enumerate(rows):
         row_top = top + ROW_HEIGHT * index
         j, p = judged.win_rate_vs_field, people.win_rate_vs_field

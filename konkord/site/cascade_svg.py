@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 from konkord.results.schema import Proportion, SelectiveRow
 from konkord.site.svg import svg_number
 
-WIDTH, HEIGHT = 520, 330
+WIDTH, HEIGHT = 380, 300
 LEFT, TOP, RIGHT, BOTTOM = 56, 16, 16, 44
 
 
@@ -45,9 +45,44 @@ def _point(
             f'y2="{svg_number(_y(agreement.high))}" class="interval"/>'
         )
     out.append(f'<circle cx="{svg_number(x)}" cy="{svg_number(y)}" r="{6 if chosen else 4}" class="point"/>')
-    if css == "both":
-        out.append(f'<text x="{svg_number(x + 7)}" y="{svg_number(y - 6)}" class="tick">{threshold:.2f}</text>')
     return [*out, "</g>"]
+
+
+# A threshold label's box (12px digits, "0.65"), and where it may stand around its point:
+# (dx, dy) of the text's start, and its anchor. Tried in order; a label that fits nowhere is
+# left out (the point's tooltip still names its threshold).
+LABEL_W, LABEL_H = 30.0, 13.0
+_SPOTS = (
+    (7, -6, "start"), (7, 15, "start"), (-7, -6, "end"), (-7, 15, "end"),
+    (7, -19, "start"), (-7, -19, "end"), (7, 28, "start"), (-7, 28, "end"),
+    (-15, 4, "end"), (15, 4, "start"),
+)
+Box = tuple[float, float, float, float]
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def threshold_labels(points: Sequence[tuple[float, float, str]]) -> list[str]:
+    """Text for each (x, y, label), placed so no two labels overlap and each stays inside the
+    plot; the points come in order of importance (the chosen threshold first)."""
+    placed: list[Box] = []
+    out = []
+    for x, y, label in points:
+        for dx, dy, anchor in _SPOTS:
+            left = x + dx if anchor == "start" else x + dx - LABEL_W
+            box = (left, y + dy - LABEL_H + 2, left + LABEL_W, y + dy + 2)
+            inside = box[0] >= LEFT and box[2] <= WIDTH - 2 and box[1] >= 0
+            inside = inside and box[3] <= HEIGHT - BOTTOM
+            if inside and not any(_overlaps(box, other) for other in placed):
+                placed.append(box)
+                out.append(
+                    f'<text x="{svg_number(x + dx)}" y="{svg_number(y + dy)}" text-anchor="{anchor}" '
+                    f'class="tick threshold">{escape(label)}</text>'
+                )
+                break
+    return out
 
 
 def selective_plot(rows: Sequence[SelectiveRow], accept_at: float, title: str) -> Markup:
@@ -62,7 +97,7 @@ def selective_plot(rows: Sequence[SelectiveRow], accept_at: float, title: str) -
         parts.append(
             f'<line x1="{svg_number(_x(tick))}" y1="{TOP}" x2="{svg_number(_x(tick))}" '
             f'y2="{HEIGHT - BOTTOM}" class="grid"/>'
-            f'<text x="{svg_number(_x(tick))}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" '
+            f'<text x="{svg_number(_x(tick))}" y="{HEIGHT - BOTTOM + 19}" text-anchor="middle" '
             f'class="tick">{tick * 100:.0f}%</text>'
             f'<line x1="{LEFT}" y1="{svg_number(_y(tick))}" x2="{WIDTH - RIGHT}" '
             f'y2="{svg_number(_y(tick))}" class="grid"/>'
@@ -78,8 +113,16 @@ def selective_plot(rows: Sequence[SelectiveRow], accept_at: float, title: str) -
     )
     for row in rows:
         parts += _point(row.threshold, row.one_order_decided, row.one_order_agreement, "one", False)
+    labels: list[tuple[float, float, str]] = []
     for row in rows:
         chosen = abs(row.threshold - accept_at) < 1e-9
         parts += _point(row.threshold, row.decided, row.agreement, "both", chosen)
+        if row.decided.rate is not None and row.agreement.rate is not None:
+            spot = (_x(row.decided.rate), _y(row.agreement.rate), f"{row.threshold:.2f}")
+            if chosen:
+                labels.insert(0, spot)
+            else:
+                labels.append(spot)
+    parts += threshold_labels(labels)
     parts.append("</svg>")
     return Markup("".join(parts))

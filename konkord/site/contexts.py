@@ -157,10 +157,63 @@ def leaderboard_context(results: Results) -> dict[str, Any]:
     }
 
 
+def distinct_prompts(results: Results) -> list[dict[str, Any]]:
+    """Each distinct recorded judge prompt once, with the judges that were sent it (judges
+    share a prompt when they judged with the same frame: the suite's rubric and Konkord's
+    framing); judges with no recorded prompt come last, as one entry with no text."""
+    groups: dict[tuple[str | None, str | None], dict[str, Any]] = {}
+    for section in judge_sections(results):
+        block = section["block"]
+        key = (block.system_prompt, block.frame_hash if block.system_prompt else None)
+        group = groups.setdefault(
+            key, {"text": block.system_prompt, "frame_hash": block.frame_hash, "judges": []}
+        )
+        group["judges"].append(section)
+    return sorted(groups.values(), key=lambda g: g["text"] is None)
+
+
+def shared_methods(results: Results) -> tuple[list[str], list[dict[str, Any]]]:
+    """How the figures were made: the sentences every judge shares, once, and per judge the
+    sentences of its own (its label counts, its fits)."""
+    sections = judge_sections(results)
+    lists = [list(s["block"].methods) for s in sections]
+    common = [m for m in lists[0] if all(m in other for other in lists[1:])] if lists else []
+    own = [
+        {**section, "methods": [m for m in methods if m not in common]}
+        for section, methods in zip(sections, lists, strict=True)
+    ]
+    return common, own
+
+
+def distinct_styles(results: Results) -> list[dict[str, Any]]:
+    """Each distinct style-control method once, with the judges whose rankings it controlled."""
+    groups: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+    for section in judge_sections(results):
+        style = section["block"].style
+        if style is None:
+            continue
+        key = (style.method, tuple(style.feature_rules))
+        group = groups.setdefault(
+            key, {"method": style.method, "feature_rules": style.feature_rules, "judges": []}
+        )
+        group["judges"].append(section)
+    return list(groups.values())
+
+
 def methodology_context(results: Results, content: Mapping[str, ContentFile]) -> dict[str, Any]:
     prose = content.get(METHODOLOGY_CONTENT)
+    common, own = shared_methods(results)
+    prompts = distinct_prompts(results)
+    rubric = results.suite.rubric.strip()
     return {
-        "sections": judge_sections(results),
+        "sections": own,
+        "prompts": prompts,
+        # every judge's recorded prompt holds the rubric word for word: it is printed there
+        "rubric_in_prompts": bool(prompts)
+        and bool(rubric)
+        and all(p["text"] and rubric in p["text"] for p in prompts),
+        "common_methods": common,
+        "styles": distinct_styles(results),
         "prose": render_markdown(prose.text) if prose else None,
     }
 

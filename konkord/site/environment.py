@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 import jinja2.meta
+import jinja2.runtime
 from markupsafe import Markup
 
 from konkord import __version__
@@ -19,6 +20,7 @@ from konkord.site.formatting import (
     fmt_coefficient,
     fmt_interval,
     fmt_kappa,
+    fmt_line_cost,
     fmt_money,
     fmt_pct,
     fmt_proportion,
@@ -93,6 +95,17 @@ def load_content(content_dir: Path) -> dict[str, ContentFile]:
     return files
 
 
+@jinja2.pass_context
+def who(context: jinja2.runtime.Context, name: str) -> str | Markup:
+    """A model or judge by its display name, its full spec in a tooltip (`specs` in the page's
+    context maps one to the other); a name without a spec of its own is shown as it is."""
+    specs = context.get("specs") or {}
+    spec = specs.get(name) if isinstance(name, str) else None
+    if spec is None:
+        return name
+    return Markup('<span class="who" title="{}">{}</span>').format(spec, name)
+
+
 def make_environment(templates_dir: Path) -> jinja2.Environment:
     """The Jinja environment: autoescape always on, undefined names are errors, not blanks.
 
@@ -118,8 +131,10 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         kappa=fmt_kappa,
         coefficient=fmt_coefficient,
         money=fmt_money,
+        cost=fmt_line_cost,
         seconds=fmt_seconds,
         winner=winner_text,
+        who=who,
     )
     env.globals.update(
         anchor=anchor,

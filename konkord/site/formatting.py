@@ -104,6 +104,18 @@ def fmt_money(value: float | None) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
 
 
+def fmt_line_cost(line: Any) -> str:
+    """A cost line's dollars; "unknown" when nothing about the calls was recorded (no tokens,
+    no latency: answers imported from a published set), as latency then says n/a. A free
+    model (a simulated one) that recorded its tokens still costs $0.0000."""
+    nothing_recorded = (
+        not line.tokens_in and not line.tokens_out and line.median_latency_s is None
+    )
+    if line.cost_usd is None or (nothing_recorded and not line.cost_usd):
+        return "unknown"
+    return fmt_money(line.cost_usd)
+
+
 def fmt_seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} s"
 

@@ -17,6 +17,7 @@ import jinja2
 from pydantic import ValidationError
 
 from konkord import __version__
+from konkord.configuration.display_names import rename_data
 from konkord.configuration.runs_config import RunEntry
 from konkord.errors import KonkordError
 from konkord.results.files import load_tasks, task_file_paths, task_files_of
@@ -59,21 +60,30 @@ HEADERS = f"""/*
 REDIRECTS = """/ /index.html 200
 /*/ /:splat/index.html 200
 """
+# Cloudflare matches static rules (no splat) before dynamic ones, and its runtime asks for them
+# to be written first, so the 301s go between the two rewrites.
 # Cloudflare takes at most 2,000 static redirects per site.
 MAX_FOLDER_REDIRECTS = 1_900
 
 
+def folder_pages(outputs: Iterable[str]) -> list[str]:
+    """Every folder holding an index.html (runs, their tabs, task pages, content pages),
+    shallowest first."""
+    folders = [
+        path.removesuffix("/index.html") for path in outputs if path.endswith("/index.html")
+    ]
+    return sorted(folders, key=lambda folder: (folder.count("/"), folder))
+
+
 def redirects(outputs: Iterable[str]) -> str:
     """REDIRECTS, then a 301 from each folder address typed without its slash (`/run`,
-    `/run/calibration`) to the folder: served as it is, the page's relative links would resolve
-    one level too high, and html_handling "none" answers it 404. Only the top two levels (runs,
-    their tabs, content pages): the many task folders are reached by links that name the file."""
-    folders = sorted(
-        path.removesuffix("/index.html")
-        for path in outputs
-        if path.endswith("/index.html") and path.count("/") <= 2
-    )[:MAX_FOLDER_REDIRECTS]
-    return REDIRECTS + "".join(f"/{folder} /{folder}/ 301\n" for folder in folders)
+    `/run/tasks/x`) to the folder: served as it is, the page's relative links would resolve
+    one level too high, and html_handling "none" answers it 404. Cloudflare takes 2,000 static
+    redirects: past MAX_FOLDER_REDIRECTS folders the deepest are left out (`konkord build`
+    says how many)."""
+    folders = folder_pages(outputs)[:MAX_FOLDER_REDIRECTS]
+    root, splat = REDIRECTS.splitlines(keepends=True)
+    return root + "".join(f"/{folder} /{folder}/ 301\n" for folder in folders) + splat
 
 
 def load_results_fast(path: Path, data: bytes | None = None) -> Results:
@@ -97,6 +107,19 @@ class LoadedRun:
     sha: str
     summary: RunSummary
     cached: bool
+
+    @property
+    def key(self) -> str:
+        """What the run's pages are made from: the results file, and the names it is shown by."""
+        names = self.entry.names
+        return self.sha if not names else sha256(self.sha + repr(sorted(names.items())))
+
+
+def shown_summary(run: LoadedRun) -> RunSummary:
+    """The run's summary as the runs index shows it: models and judges by display name."""
+    if not run.entry.names:
+        return run.summary
+    return RunSummary.from_json(rename_data(run.summary.to_json(), run.entry.names))
 
 
 def renderer_fingerprint() -> str:
@@ -164,7 +187,7 @@ class SiteRenderer:
         if not cached_pages:
             return None
         digests = {
-            path: self.page_digest(info["template"], run.sha, tuple(info["content"]))
+            path: self.page_digest(info["template"], run.key, tuple(info["content"]))
             for path, info in cached_pages.items()
         }
         if not all(self.writer.is_current(path, digest) for path, digest in digests.items()):
@@ -180,8 +203,8 @@ class SiteRenderer:
         validate_task_ids(results, run.path)
         before = len(self.writer.written)
         pages: dict[str, dict[str, Any]] = {}
-        for plan in plan_run_pages(results, self.content):
-            digest = self.page_digest(plan.template, run.sha, plan.content)
+        for plan in plan_run_pages(results, self.content, run.entry.names):
+            digest = self.page_digest(plan.template, run.key, plan.content)
             pages[plan.path] = {"template": plan.template, "content": list(plan.content)}
             if self.writer.is_current(plan.path, digest):
                 self.writer.keep(plan.path, digest)

@@ -78,8 +78,13 @@ def rank_by_judge(
     """Each model's place (1 = top) under each column (the panel, then every judge), joined by a
     line per model: lines that cross show where judges rank models differently."""
     n = len(models)
-    label_width, column_gap, row_height, top = 230, 58, 26, 30
-    width = label_width + column_gap * max(len(columns) - 1, 0) + 40
+    # As narrow as the names allow: a phone shrinks the picture to its width, and short
+    # names keep its text at 10 px or more at 390 px; long ones scroll instead (class "wide").
+    longest = max((len(_short(m)) for m in models), default=4)
+    label_width = min(230, 34 + 7 * longest)
+    column_gap, row_height, top = 50, 26, 30
+    width = label_width + 16 + column_gap * max(len(columns) - 1, 0) + 24
+    wide = " wide" if width > 360 else ""
     height = top + row_height * max(n, 1) + 10
 
     def x(k: int) -> float:
@@ -89,7 +94,7 @@ def rank_by_judge(
         return top + row_height * (place - 1) + row_height / 2
 
     parts = [
-        f'<svg class="ranks" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'<svg class="ranks{wide}" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
         f"<title>{escape(title)}</title>",
     ]

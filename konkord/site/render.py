@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 
+from konkord.configuration.display_names import renamed, specs_by_name
 from konkord.results.schema import Results
 from konkord.site.contexts import (
     calibration_context,
@@ -77,15 +78,38 @@ class PagePlan:
     content: tuple[str, ...] = ()
 
 
+def who_is_who(results: Results, names: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every model and judge of the run by role: the name the pages use and its full spec."""
+    first_pass = [
+        b.cascade.first_pass for b in results.judge_blocks if b.cascade is not None
+    ]
+    roles = [
+        *((m, "model") for m in results.models),
+        *((j, "judge") for j in results.judges),
+        *((f, "first-pass judge") for f in dict.fromkeys(first_pass)),
+    ]
+    groups: dict[str, list[dict[str, str]]] = {}
+    for spec, role in roles:
+        groups.setdefault(role, []).append({"name": names.get(spec, spec), "spec": spec})
+    return [{"role": role, "members": members} for role, members in groups.items()]
+
+
 def _root(depth: int) -> str:
     return "../" * depth or "./"
 
 
-def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> Iterator[PagePlan]:
+def plan_run_pages(
+    results: Results, content: Mapping[str, ContentFile], names: Mapping[str, str] | None = None
+) -> Iterator[PagePlan]:
     """Every page of one run, contexts complete, nothing rendered yet: one at a time, so a
-    task page's context (190 pairs at 20 models) is gone once its page is written."""
+    task page's context (190 pairs at 20 models) is gone once its page is written. With display
+    `names` (full spec -> name, from runs.json) the pages show the names; each keeps its full
+    spec in a tooltip, and the methodology page lists them all once."""
+    names = names or {}
+    lineup = who_is_who(results, names)
+    results = renamed(results, names)
     run = results.run
-    header = {**run_header(results), "nav": site_nav(content)}
+    header = {**run_header(results), "nav": site_nav(content), "specs": specs_by_name(names)}
 
     def page(
         path: str, template: str, tab: str, extra: dict[str, Any], used: tuple[str, ...] = ()
@@ -106,7 +130,7 @@ def plan_run_pages(results: Results, content: Mapping[str, ContentFile]) -> Iter
             f"{run}/methodology/index.html",
             "methodology.html",
             "methodology",
-            methodology_context(results, content),
+            {**methodology_context(results, content), "lineup": lineup},
             (METHODOLOGY_CONTENT,),
         ),
         page(

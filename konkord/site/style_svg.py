@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from markupsafe import Markup, escape
 
 from konkord.results.schema import Interval, StyleCoefficient
-from konkord.site.svg import FOREST_PAD, FOREST_WIDTH
+from konkord.site.svg import FOREST_PAD, FOREST_WIDTH, LABEL_STRIP
 
 ROW_HEIGHT = 50
 
@@ -80,9 +80,14 @@ def style_plot(rows: Sequence[StyleCoefficient], title: str) -> Markup:
     for tick in (-reach, -reach / 2, 0.0, reach / 2, reach):
         css = "mid" if tick == 0.0 else "grid"
         dash = ' stroke-dasharray="5 3"' if tick == 0.0 else ""
+        # each line stops short of every row's label strip: no label is written over a line
+        for index in range(len(rows)):
+            y1, y2 = top + ROW_HEIGHT * index + LABEL_STRIP, top + ROW_HEIGHT * (index + 1)
+            parts.append(
+                f'<line x1="{_coord(x(tick))}" y1="{_coord(y1)}" x2="{_coord(x(tick))}" '
+                f'y2="{_coord(y2)}" class="{css}"{dash}/>'
+            )
         parts.append(
-            f'<line x1="{_coord(x(tick))}" y1="{top}" x2="{_coord(x(tick))}" '
-            f'y2="{_coord(axis_y)}" class="{css}"{dash}/>'
             f'<text x="{_coord(x(tick))}" y="{_coord(axis_y + 18)}" text-anchor="middle" '
             f'class="tick">{"0" if tick == 0.0 else f"{tick:+g}"}</text>'
         )

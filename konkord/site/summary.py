@@ -3,7 +3,7 @@ validating all of it, and cached between builds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,21 @@ from konkord.results.schema import Results
 from konkord.site.judges_page import judge_figures
 
 _CALIBRATION = {"status", "agreement", "kappa"}
+_RATING = {"model", "rank", "rank_best", "rank_worst"}
+
+
+def first_place(ratings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The models the data allows in first place, each with its rank range (best, worst): one
+    model whose range is 1 alone is a clear first; several are a first place not separated."""
+    return [
+        {
+            "model": r["model"],
+            "best": r.get("rank_best") or r["rank"],
+            "worst": r.get("rank_worst") or r.get("rank_best") or r["rank"],
+        }
+        for r in ratings
+        if r["rank"] == 1
+    ]
 
 
 class _SuiteHead(BaseModel):
@@ -24,6 +39,8 @@ class _SuiteHead(BaseModel):
 class _RatingHead(BaseModel):
     model: str
     rank: int
+    rank_best: int | None = None
+    rank_worst: int | None = None
 
 
 class _CalibrationHead(BaseModel):
@@ -81,13 +98,14 @@ class RunSummary:
     schema_version: int
     tasks: int
     calibrated: list[bool] = field(default_factory=list)
-    leader: str | None = None
+    # the first judge's candidates for first place: model, best and worst rank
+    leaders: list[dict[str, Any]] = field(default_factory=list)
     judge_figures: list[dict[str, Any]] = field(default_factory=list)  # for judges across runs
 
     @classmethod
     def of(cls, results: Results) -> RunSummary:
         first = results.judge_blocks[0] if results.judge_blocks else None
-        leaders = [r.model for r in first.ratings if r.rank == 1] if first else []
+        ratings = [r.model_dump(include=_RATING) for r in first.ratings] if first else []
         return cls(
             run=results.run,
             suite=results.suite.name,
@@ -100,7 +118,7 @@ class RunSummary:
             schema_version=results.schema_version,
             tasks=results.suite.task_count,
             calibrated=[b.calibration.status == "calibrated" for b in results.judge_blocks],
-            leader=", ".join(leaders) or None,
+            leaders=first_place(ratings),
             judge_figures=judge_figures(
                 [
                     {
@@ -124,7 +142,6 @@ class RunSummary:
         full check happens when its pages render); KeyError or TypeError if malformed."""
         blocks = data["judge_blocks"]
         ratings = blocks[0]["ratings"] if blocks else []
-        leaders = [r["model"] for r in ratings if r["rank"] == 1]
         return cls(
             run=str(data["run"]),
             suite=str(data["suite"]["name"]),
@@ -137,7 +154,7 @@ class RunSummary:
             schema_version=int(data["schema_version"]),
             tasks=int(data["suite"]["task_count"]),
             calibrated=[b["calibration"]["status"] == "calibrated" for b in blocks],
-            leader=", ".join(leaders) or None,
+            leaders=first_place(ratings),
             judge_figures=judge_figures(
                 blocks, data.get("judge_panel"), data.get("routes") or []
             ),

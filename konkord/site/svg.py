@@ -49,18 +49,35 @@ FOREST_ROW = 40
 FOREST_PAD = 20
 
 
+LABEL_STRIP = 19  # the top of each row, where its label stands: no grid line crosses it
+
+
 def axis_parts(
-    x: Callable[[float], float], top: float, bottom: float, label_mid: bool = True
+    x: Callable[[float], float],
+    top: float,
+    bottom: float,
+    label_mid: bool = True,
+    row_height: float | None = None,
 ) -> list[str]:
     """Grid lines and tick labels at 0, 25, 50, 75 and 100%; the 50% line (the field average)
-    stands out. Drawn after the row bands, so no band hides a line."""
+    stands out. Drawn after the row bands, so no band hides a line. With `row_height`, each
+    line stops short of every row's label strip, so no label is written over a line."""
+    spans = [(top, bottom)]
+    if row_height:
+        rows = round((bottom - top) / row_height)
+        spans = [
+            (top + row_height * k + LABEL_STRIP, top + row_height * (k + 1)) for k in range(rows)
+        ]
     parts = []
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         css = "mid" if tick == 0.5 else "grid"
         dash = ' stroke-dasharray="5 3"' if tick == 0.5 else ""
+        for y1, y2 in spans:
+            parts.append(
+                f'<line x1="{svg_number(x(tick))}" y1="{svg_number(y1)}" x2="{svg_number(x(tick))}" '
+                f'y2="{svg_number(y2)}" class="{css}"{dash}/>'
+            )
         parts.append(
-            f'<line x1="{svg_number(x(tick))}" y1="{svg_number(top)}" x2="{svg_number(x(tick))}" '
-            f'y2="{svg_number(bottom)}" class="{css}"{dash}/>'
             f'<text x="{svg_number(x(tick))}" y="{svg_number(bottom + 18)}" text-anchor="middle" '
             f'class="tick">{tick * 100:.0f}%</text>'
         )
@@ -99,7 +116,7 @@ def forest_plot(rows: Sequence[ForestRow], title: str) -> Markup:
             f'<rect x="0" y="{svg_number(top + FOREST_ROW * index)}" width="{width}" '
             f'height="{FOREST_ROW}" class="{band}"/>'
         )
-    parts += axis_parts(x, top, axis_y)
+    parts += axis_parts(x, top, axis_y, row_height=FOREST_ROW)
     for index, row in enumerate(rows):
         y0 = top + FOREST_ROW * index
         y = y0 + 28

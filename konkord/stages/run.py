@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from konkord.configuration.suite import Suite, Task
+from konkord.configuration.turns import unit_id
 from konkord.errors import KonkordError, NotLaunched
 from konkord.evidence.log import AsyncAppender, EvidenceLog, Record, now_iso
 from konkord.evidence.stopping import one_writer
@@ -65,7 +66,8 @@ def current_answers(
     log: EvidenceLog, suite: Suite, settings: CallSettings
 ) -> dict[tuple[str, str], Record]:
     """The current answer record per (task, model), for the current prompt and settings; for
-    a conversation, its first turn's (every turn's: `current_conversations`).
+    a conversation, its first turn's under the task's id, and every turn's under its judged id
+    (`konkord.configuration.turns.unit_id`: "poem#t2"), as `current_conversations` chains them.
 
     The latest good answer wins; a failure counts only when there is no good answer, so a
     regeneration (`--force`) that fails does not throw away an answer already paid for.
@@ -84,7 +86,15 @@ def current_answers(
             good[key] = record
         else:
             failed[key] = record
-    return {**failed, **good}
+    turns: dict[tuple[str, str], Record] = {}
+    multi = {task.id for task in suite.tasks if task.multi_turn}
+    if multi:
+        conversations = current_conversations(log, suite, settings)
+        for (task_id, model), chain in conversations.items():
+            if task_id in multi:
+                for turn, record in enumerate(chain, start=1):
+                    turns[(unit_id(task_id, turn), model)] = record
+    return {**failed, **good, **turns}
 
 
 def current_conversations(

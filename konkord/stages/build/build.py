@@ -19,10 +19,19 @@ from konkord.evidence.paths import require_folder_inside, require_state_inside
 from konkord.results import buildstamp
 from konkord.results.files import task_file_paths, task_files_of
 from konkord.results.schema import SCHEMA_VERSION, read_results
-from konkord.site.generate import LoadedRun, SiteRenderer, render_runs, write_extras
+from konkord.site.generate import (
+    MAX_FOLDER_REDIRECTS,
+    LoadedRun,
+    SiteRenderer,
+    folder_pages,
+    render_runs,
+    shown_summary,
+    write_extras,
+)
 from konkord.site.incremental import Manifest, OutputWriter
 from konkord.site.limits import count_files, refuse_large_file, refuse_large_results
 from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
+from konkord.site.staging import staged_site
 
 Progress = Callable[[str], None]
 RESULTS_DIR = Path("results")
@@ -117,18 +126,44 @@ def check_against_entry(
 
 def unlisted_results(runs: RunsFile, runs_file: Path) -> list[str]:
     """Results files in results/ that no run in runs.json claims: warnings, not errors, since
-    a run of your own is made (and reported) before it is published."""
+    a run of your own is made (and reported) before it is published. Each says what would
+    put it on the site, or take it away, as things stand."""
     listed = {os.path.normpath(entry.results_path) for entry in runs.runs}
     folders = {RESULTS_DIR} | {entry.results_path.parent for entry in runs.runs}
     problems = []
     for folder in sorted(folders):
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             if os.path.normpath(path) not in listed:
-                problems.append(
-                    f"{path}: not on the site, as {runs_file} does not list it; to publish it "
-                    f"run `konkord publish {path.stem}`"
-                )
+                problems.append(f"{path}: not on the site, {_unlisted_advice(path, runs, runs_file)}")
     return problems
+
+
+def _unlisted_advice(path: Path, runs: RunsFile, runs_file: Path) -> str:
+    """Why a results file is off the site, and the command or edit that settles it."""
+    from konkord.configuration.runspec import manifest_path
+    from konkord.stages.report.freshness import stored_run_name
+
+    run = stored_run_name(path)
+    if run is None:
+        return f"and not a results file konkord can read; move it out of {path.parent}/"
+    entry = next((e for e in runs.runs if e.name == run), None)
+    if entry is not None:
+        return (
+            f'though its run "{run}" is in {runs_file}, with results {entry.results_path}: '
+            f'delete this copy, or set "results": "{path.as_posix()}" in that entry'
+        )
+    if not manifest_path(run).is_file():
+        return (
+            f'as {runs_file} does not list its run "{run}", which has no runs/{run}/run.json '
+            f"to publish it from; delete it or move it out of {path.parent}/"
+        )
+    expected = Path(f"results/{run}.json")
+    if os.path.normpath(path) != os.path.normpath(expected):
+        return (
+            f'as {runs_file} does not list its run "{run}"; move it to {expected} and run '
+            f"`konkord publish {run}`"
+        )
+    return f"as {runs_file} does not list it; to publish it run `konkord publish {run}`"
 
 
 def _naming_run(run: str, message: str) -> str:
@@ -219,6 +254,33 @@ def load_runs_checked(
     return loaded, notes
 
 
+def _render_site(
+    out: Path,
+    previous: Manifest,
+    loaded: list[LoadedRun],
+    templates_dir: Path,
+    content_dir: Path,
+    report: Progress,
+) -> OutputWriter:
+    """Render every page and extra into `out` (the staging folder); returns the writer."""
+    writer = OutputWriter(out, previous)
+    renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
+    pages = render_runs(renderer, loaded, out, content_dir, report)
+    for run in loaded:
+        writer.current.runs[run.entry.name] = {
+            "sha": run.sha,
+            "summary": run.summary.to_json(),
+            "pages": pages[run.entry.name],
+        }
+    renderer.site_pages([shown_summary(run) for run in loaded])
+    write_extras(writer, templates_dir, loaded)
+    too_many = count_files(writer.current.outputs)
+    if too_many:
+        report(too_many)
+    writer.finish()
+    return writer
+
+
 def build_site(
     out: Path = Path("public"),
     offline: bool = False,
@@ -239,22 +301,16 @@ def build_site(
     report = progress or (lambda _line: None)
     previous = Manifest.load(out)
     loaded, notes = load_runs_checked(runs_file, previous, offline, report)
-    out.mkdir(parents=True, exist_ok=True)
-    writer = OutputWriter(out, previous)
-    renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
-    pages = render_runs(renderer, loaded, out, content_dir, report)
-    for run in loaded:
-        writer.current.runs[run.entry.name] = {
-            "sha": run.sha,
-            "summary": run.summary.to_json(),
-            "pages": pages[run.entry.name],
-        }
-    renderer.site_pages([run.summary for run in loaded])
-    write_extras(writer, templates_dir, loaded)
-    too_many = count_files(writer.current.outputs)
-    if too_many:
-        report(too_many)
-    writer.finish()
+    with staged_site(out) as staging:
+        writer = _render_site(staging, previous, loaded, templates_dir, content_dir, report)
+    unredirected = len(folder_pages(writer.current.outputs)) - MAX_FOLDER_REDIRECTS
+    if unredirected > 0:
+        report(
+            f"note: {unredirected} page folders past Cloudflare's limit of static redirects get "
+            "none from their address typed without the final slash (links name each page, so "
+            "only an address typed by hand misses)"
+        )
+    pages = {name: info["pages"] for name, info in writer.current.runs.items()}
     if notes:  # something was left undone: the next build must look again
         buildstamp.forget(out, runs_file, templates_dir, content_dir)
     else:  # the next build with the same inputs can replay this one's report

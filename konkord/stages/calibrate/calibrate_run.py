@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from konkord.configuration.display_names import rename_text, shown
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
@@ -66,15 +67,16 @@ def calibrate_run(
         describe(block, results.suite.task_count)
         out[block.judge] = calibration
         for line in format_calibration(block.route_name, calibration):
-            echo(line)
+            echo(rename_text(line, spec.names))
         for line in format_cascade(block.cascade) if block.cascade is not None else []:
-            echo(line)
+            echo(rename_text(line, spec.names))
     if cascade is not None:
         results.routes = route_rows(spec, log, decisions, answers)
         for row in results.routes:
             if row.calibration.status == "calibrated" and row.calibration.agreement is not None:
                 echo(
-                    f"{row.name} ({row.role.replace('_', ' ')}): agreement with people "
+                    f"{shown(row.name, spec.names)} ({row.role.replace('_', ' ')}): agreement "
+                    "with people "
                     f"{row.calibration.agreement.k} of {row.calibration.agreement.n}"
                 )
     write_results(results, path)

@@ -34,6 +34,15 @@ class JudgeItem:
     judge: str
     answer_a: str
     answer_b: str
+    # a conversation's earlier turns: (user message, model_a's reply, model_b's reply)
+    earlier: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def shown_earlier(self) -> tuple[tuple[str, str, str], ...]:
+        """The earlier turns with the replies in the shown order (Answer 1's first)."""
+        if self.order == "ab":
+            return self.earlier
+        return tuple((user, b, a) for user, a, b in self.earlier)
 
     @property
     def shown(self) -> tuple[str, str]:
@@ -64,7 +73,9 @@ def judge_messages(spec: RunSpec, item: JudgeItem) -> list[Message]:
         {"role": "system", "content": compose_system_prompt(spec.suite)},
         {
             "role": "user",
-            "content": compose_user_message(item.task, spec.suite, answer_1, answer_2),
+            "content": compose_user_message(
+                item.task, spec.suite, answer_1, answer_2, item.shown_earlier
+            ),
         },
     ]
 

@@ -78,6 +78,24 @@ def stored_digest(path: Path) -> str | None:
     return None if match.group(2) is None else match.group(2).decode()
 
 
+_RUN = re.compile(rb'^ ?"run": "([^"\\]*)"', re.MULTILINE)
+
+
+def stored_run_name(path: Path) -> str | None:
+    """The run a results file belongs to (its `run` field); None when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+            match = _RUN.search(head)
+            if match is None:
+                data = json.loads(head + handle.read())
+                value = data.get("run") if isinstance(data, dict) else None
+                return value if isinstance(value, str) else None
+    except (OSError, ValueError):
+        return None
+    return match.group(1).decode("utf-8", "replace")
+
+
 def results_current(
     spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS, path: Path | None = None
 ) -> bool:

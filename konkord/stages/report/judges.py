@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import task_clusters
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
@@ -69,7 +70,7 @@ def judge_panel(
     judges = list(combined_by_judge)
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
-    task_index = {t.id: k for k, t in enumerate(spec.suite.tasks)}
+    task_index = task_clusters([t.id for t in spec.suite.tasks])
     done = {
         judge: [
             c

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import task_clusters
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
@@ -24,7 +25,7 @@ DISCONNECTED_HANDLING = (
 
 def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
     """Why two neighbours are not ordered, in words that are literally true of this run."""
-    from konkord.stats.ranking import about_tasks
+    from konkord.stats.ranking import planned_tasks_text
 
     if sep.interval_excludes_zero and sep.sign_p is not None:
         text = (
@@ -35,11 +36,9 @@ def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
         text = (
             f"{upper} and {lower} are not separated: the interval of their difference contains 0."
         )
-    if sep.tasks_needed is not None and not sep.interval_excludes_zero:
-        text += (
-            f" At the gap observed, {about_tasks(sep.tasks_needed)} tasks would separate them "
-            f"(this run has {n_tasks})."
-        )
+    if not sep.interval_excludes_zero:
+        plan = planned_tasks_text(sep)
+        text += f" This run has {n_tasks} tasks; {plan}"
     return text
 
 
@@ -64,7 +63,7 @@ def judge_block(
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
-    task_index = {t: k for k, t in enumerate(task_ids)}
+    task_index = task_clusters(task_ids)
     done = [
         c for c in combined if c.complete and c.model_a in model_index and c.model_b in model_index
     ]
@@ -182,6 +181,7 @@ def judge_block(
         rank_groups=[[models[k] for k in group] for group in ranking.groups],
         claims=claims,
         diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
+        design=_design_info(spec, log, done, len(task_ids)),
         bootstrap=R.BootstrapInfo(
             unit=options.unit,
             resamples=options.resamples,
@@ -192,6 +192,23 @@ def judge_block(
             disconnected_resamples=boot.n_disconnected,
             disconnected_handling=DISCONNECTED_HANDLING,
         ),
+    )
+
+
+def _design_info(
+    spec: RunSpec, log: EvidenceLog, done: list[CombinedVerdict], n_tasks: int
+) -> R.DesignInfo:
+    """The run's pair design and how many of all possible task pairs were judged."""
+    from konkord.stages.judge.design import rounds
+
+    recorded = rounds(spec, log) if spec.design.kind == "adaptive" else []
+    m = len(spec.models)
+    return R.DesignInfo(
+        label=spec.design.label,
+        judged=len({(c.task_id, c.model_a, c.model_b) for c in done}),
+        possible=n_tasks * m * (m - 1) // 2,
+        rounds=max(0, len(recorded) - 1),
+        stopped=recorded[-1].get("stop") if recorded else None,
     )
 
 
@@ -226,11 +243,14 @@ def _diagnostics(
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
     cycles = stats.cycle_rate(comp)
-    consistency = stats.consistency(point.log_strength)
+    consistency = stats.consistency_of_wins(stats.win_matrix(comp))
     n_pairs_expected = 0
+    judged_ids = spec.suite.judged_ids()  # a conversation is judged turn by turn
+    judged = set(judged_ids)
+    answers = {k: rec for k, rec in answers.items() if k[0] in judged}
     good = {k for k, rec in answers.items() if rec.get("error") is None}
     judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
-    for task in task_ids:
+    for task in judged_ids:
         present = [m for m in models if (task, m) in good]
         if present:
             n_pairs_expected += len(present) * (len(present) - 1) // 2
@@ -256,7 +276,7 @@ def _diagnostics(
         failures_by_reason=dict(sorted(failures.items())),
         coverage=R.Coverage(
             answers_present=len(good),
-            answers_expected=len(task_ids) * len(models),
+            answers_expected=len(judged_ids) * len(models),
             verdicts_present=verdicts_present,
             verdicts_expected=2 * n_pairs_expected,
             incomplete_pairs=sum(1 for c in combined if not c.complete),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import task_clusters
 from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
@@ -84,7 +85,7 @@ def _fit(
     models = list(spec.models)
     index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
-    task_index = {t: k for k, t in enumerate(task_ids)}
+    task_index = task_clusters(task_ids)
     kept = [
         it for it in items
         if (it[0], it[1]) in features and (it[0], it[2]) in features

@@ -40,6 +40,12 @@ def summary_lines(
             f"{outlook.coverage_by_model[k]:>16.0%} {outlook.alone[k]:>15.0%}"
         )
     lines += [
+        "(true win rate: what endless tasks would show through this judge, the target of the",
+        " intervals: the field's strengths pulled toward 50% by the judge's mistakes and ties and",
+        " by task-to-task variation; rates given with --win-rates first gain the ties they leave",
+        " out, shared evenly)",
+    ]
+    lines += [
         "",
         f"{'adjacent pair':<18} {'head-to-head':>12} {'separated':>10} {'tasks for 80%':>14}",
     ]
