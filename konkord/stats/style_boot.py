@@ -213,8 +213,9 @@ def _style_bootstrap(
             # A fixed curvature converges linearly: with rate r = this step / the last, the
             # error left after this step is about r / (1 - r) times it. Measured from the
             # second gradient pass on (the first step's ratio is Newton's quadratic one).
-            rate = np.minimum(size / np.maximum(last[active], 1e-300), 0.5)
-            left = np.where(iterations[active] >= 2, size * rate / (1.0 - rate), size)
+            rate = size / np.maximum(last[active], 1e-300)  # below 1: growing ones left
+            left = np.where(iterations[active] >= 2,
+                            size * rate / np.maximum(1.0 - rate, 1e-12), size)
             last[active] = size
             iterations[active] += 1
             active = active[left >= tol]
