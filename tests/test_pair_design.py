@@ -170,3 +170,20 @@ def test_an_adaptive_design_killed_mid_round_continues_the_same_design(project: 
     )
     assert len(_lines(verdicts)) == len(judged)  # nothing paid twice
     assert "adaptive round(s); stopped:" in again.output
+
+
+def test_a_dry_run_plans_the_rounds_and_their_cap_and_writes_nothing(project: Path) -> None:
+    _run(project, 6)
+    command = ["judge", "--run", "s", "--judge", "sim-judge/referee", "--dry-run"]
+    result = CliRunner().invoke(cli, [*command, "--design", "adaptive:40"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "design adaptive: a budget of 40 judge calls (seed 0): 24 calls in the rounds chosen so "
+        "far; each later round up to 4 calls, at most 40 calls across all rounds"
+    ) in result.output
+    assert not (project / "runs/s/designs.jsonl").exists()
+    assert not (project / "runs/s/verdicts.jsonl").exists()
+    random = CliRunner().invoke(cli, [*command, "--design", "random:3"])
+    assert "design random: 3 pairs per task (seed 0): 36 calls in one round" in random.output
+    everything = CliRunner().invoke(cli, command)
+    assert "design all: every pair on every task" in everything.output
