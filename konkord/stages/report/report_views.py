@@ -61,7 +61,7 @@ def task_views(
         for c in combined:
             by_task.setdefault(c.task_id, []).append((judge, c))
     views = []
-    for task in spec.suite.tasks:
+    for task in spec.suite.judged_tasks():
         answer_views = []
         for model in spec.models:
             answer = answers.get((task.id, model))
@@ -151,7 +151,7 @@ def pass_rates_block(
     from konkord.stats.passrates import pass_rates
 
     models = list(spec.models)
-    task_ids = [t.id for t in spec.suite.tasks]
+    task_ids = spec.suite.judged_ids()
     rows: list[R.PassRate] = []
     for check in sorted({str(k[2]) for k in checks}):
         outcome = np.full((len(task_ids), len(models)), np.nan)
