@@ -59,3 +59,12 @@ def test_checks_run_each_turns_tests_and_labels_share_the_verdict_ids(project: P
     assert label_ids and label_ids <= verdict_ids
     assert {i.rsplit("-t", 1)[1] for i in verdict_ids} == {"1", "2"}
     assert "turn 1" in result.output and "turn 2" in result.output  # per turn, as Table 5
+
+    assert runner.invoke(cli, ["report", "--run", "talk"]).exit_code == 0
+    block = json.loads(Path("results/talk.json").read_text())["judge_blocks"][0]
+    lines = block["by_turn"]
+    assert [line["turn"] for line in lines] == [1, 2]
+    for line in lines:
+        assert line["pairs"] == 8  # one model pair per task, in each turn
+        rates = list(line["win_rate"].values())
+        assert rates[0] + rates[1] == 1.0  # two models: what one wins the other loses

@@ -184,6 +184,15 @@ class SelfFamilyNote(Strict):
     without_note: str = ""
 
 
+class TurnLine(Strict):
+    """One turn of a suite's conversations: each model's share of its comparisons won (a tie
+    half), both orders combined, under the one judge."""
+
+    turn: int
+    pairs: int
+    win_rate: dict[str, float | None]
+
+
 class JudgeBlock(Strict):
     """Everything about the ranking one judge produced; several judges give several blocks."""
 
@@ -214,6 +223,9 @@ class JudgeBlock(Strict):
     style: StyleControl | None = Field(
         default=None,
         description="The style-controlled ranking and coefficients; None when switched off.",
+    )
+    by_turn: list[TurnLine] = Field(
+        default=[], description="Win rates per turn of the suite's conversations (if any)."
     )
 
     @property
