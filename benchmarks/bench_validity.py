@@ -9,9 +9,22 @@ Prints, on simulated fields with task-level random effects, judged by the simula
   (b) how often a supported claim is false (aim: <= 5%);
   (c) a judge with pure position bias: flip rate near 100% and all ties, in simulation and
       through the real run and judge stages with `sim-judge/first`;
-  (d) how often rank groups split models of equal true strength (aim: <= 5%).
+  (d) how often rank groups split models of equal true strength (aim: <= 5%);
+  (e) "about N tasks would give an 80% chance to separate them": how often a fresh study of
+      N tasks, drawn from the same truth, separates the pair in the observed direction
+      (aim: 80%), beside the figure planned on the observed gap that it replaced;
+  (f) coverage of the task-clustered agreement interval and the kappa interval at 10, 25 and
+      80 tasks of uneven size (1 + geometric, mean 7) with strong task effects (aim: 93-97%),
+      the agreement beside the normal critical value it replaced;
+  (g) coverage of the anchored (PPI++) interval of people's win rates at the tuned lambda
+      and at lambda 1, with the share of clipped resamples (aim: 95%);
+  (h) consistency of a judge that orders every pair cleanly, at 2, 5 and 12 models (aim:
+      near 100%; the ranking's prior held it to 0.82, 0.74 and 0.68).
 
-Run by hand: `python benchmarks/bench_validity.py [--fields 200] [--resamples 500]`.
+Run by hand: `python benchmarks/bench_validity.py [--fields 200] [--resamples 500]`; one
+section with `--only separation|agreement|anchored|consistency`, and the simulated fields of
+(e), (f) and (g) with `--separation-fields`, `--agreement-fields`, `--anchored-fields` (400
+by default, the count the promises are checked at).
 """
 
 from __future__ import annotations
@@ -145,15 +158,187 @@ def _real_pipeline_position_judge() -> tuple[float, float, int]:
     return flipped / len(combined), ties / len(combined), len(combined)
 
 
+def separation_promise(fields: int, resamples: int, cap: int) -> None:
+    """(e) The promised task count of unseparated neighbours, checked by a fresh study."""
+    from konkord.stats.ranking import rank, tasks_to_separate
+    from konkord.stats.simfield import simulate_field
+
+    print("\n(e) fresh studies of the promised size: share that separates the pair")
+    print(
+        f"    {fields} fields: 5 models with strengths N(0, 0.5^2), 6-30 tasks, task effect sd "
+        f"0, 0.5 or 1, ties 10%; studies over {cap} tasks are counted, not run"
+    )
+    rng = np.random.default_rng(2026)
+    found: dict[str, list[tuple[bool, bool]]] = {"planned": [], "observed gap": []}
+    skipped = {name: 0 for name in found}
+    for field in range(fields):
+        n = int(rng.integers(6, 31))
+        effect = float(rng.choice([0.0, 0.5, 1.0]))
+        truth = simulate_field(5, n, rng, strength=rng.normal(0, 0.5, 5), task_effect_sd=effect,
+                               tie_rate=0.1)
+        ranking = rank(stats.bootstrap(truth.comparisons, resamples, seed=field),
+                       truth.comparisons)
+        for sep in ranking.separations:
+            if sep.interval_excludes_zero or sep.difference == 0.0:
+                continue
+            plans = {
+                "planned": sep.tasks_needed,
+                "observed gap": tasks_to_separate(sep.difference, sep.half_width, n,
+                                                  power=sep.power, expand=True),
+            }
+            for name, tasks in plans.items():
+                if tasks is None or tasks > cap:
+                    skipped[name] += 1
+                    continue
+                fresh = simulate_field(5, tasks, rng, strength=truth.strength,
+                                       task_effect_sd=effect, tie_rate=0.1)
+                again = rank(stats.bootstrap(fresh.comparisons, resamples, seed=field),
+                             fresh.comparisons)
+                u, low = sep.upper, sep.lower
+                found[name].append((bool(again.supported[u, low]),
+                                    bool(again.supported[u, low] or again.supported[low, u])))
+    print(f"    {'figure':>13} {'pairs run':>10} {'no figure/over cap':>19} "
+          f"{'separated':>10} {'either way':>11}")
+    for name, rows in found.items():
+        hit = np.array(rows, dtype=float).reshape(-1, 2)
+        same, either = (hit.mean(axis=0) if rows else (np.nan, np.nan))
+        print(f"    {name:>13} {len(rows):>10} {skipped[name]:>19} {same:>10.1%} {either:>11.1%}")
+    print("    promise: 80%")
+
+
+def _expected_confusion(judge_right: float, person_right: float = 0.9) -> np.ndarray:
+    """P(person says i, judge says j) when each is right with its probability and otherwise
+    picks a category at random; truths a, b, tie at 0.4, 0.4, 0.2."""
+    truth = np.array([0.4, 0.4, 0.2])
+    person = person_right * np.eye(3) + (1.0 - person_right) / 3.0
+    judge = judge_right * np.eye(3) + (1.0 - judge_right) / 3.0
+    out: np.ndarray = (truth[:, None, None] * person[:, :, None] * judge[:, None, :]).sum(axis=0)
+    return out
+
+
+def agreement_coverage(fields: int, resamples: int) -> None:
+    """(f) Task-clustered agreement and kappa intervals at few tasks."""
+    from scipy.special import expit, logit
+
+    from konkord.stats import agreement as A
+    from konkord.stats.diagnostics import wilson_interval
+
+    print("\n(f) coverage of 95% agreement and kappa intervals, judge vs person")
+    print(
+        f"    a judge right with probability logistic(logit(q) + sd z_task), a person right "
+        f"0.9; task sizes 1 + geometric(1/6); {fields} datasets per cell"
+    )
+    print(f"    {'tasks':>6} {'sd':>4} {'q':>4} {'agreement':>10} {'(normal z)':>11} "
+          f"{'kappa':>7}")
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    rng = np.random.default_rng(8)
+    for tasks in (10, 25, 80):
+        for sd in (1.0, 2.0):
+            for q in (0.5, 0.8):
+                right = expit(logit(q) + sd * nodes)
+                conf = sum(w * _expected_confusion(r) for r, w in zip(right, weights, strict=True))
+                true_rate = float(np.trace(conf))
+                true_kappa = float(A.kappa_from_confusion(A.both_orientations(conf)))
+                hits = np.zeros(3)
+                for k in range(fields):
+                    size = 1 + rng.geometric(1 / 6, size=tasks)
+                    task = np.repeat(np.arange(tasks), size)
+                    n = task.size
+                    truth = rng.choice(3, size=n, p=[0.4, 0.4, 0.2])
+                    person = np.where(rng.random(n) < 0.9, truth, rng.integers(0, 3, n))
+                    q_task = expit(logit(q) + sd * rng.standard_normal(tasks))
+                    judge = np.where(rng.random(n) < q_task[task], truth, rng.integers(0, 3, n))
+                    agree = A.exact_agreement(person, judge, task)
+                    normal = wilson_interval(agree.rate * agree.n / agree.design_effect,
+                                             agree.n / agree.design_effect)
+                    kappa = A.kappa_bootstrap(person, judge, task, resamples, seed=k)
+                    hits += [agree.low <= true_rate <= agree.high,
+                             normal[0] <= true_rate <= normal[1],
+                             kappa.low <= true_kappa <= kappa.high]
+                share = hits / fields
+                print(f"    {tasks:>6} {sd:>4g} {q:>4g} {share[0]:>10.1%} {share[1]:>11.1%} "
+                      f"{share[2]:>7.1%}")
+    print("    promise: 95% (aim 93-97%)")
+
+
+def anchored_coverage(fields: int, resamples: int) -> None:
+    """(g) The anchored interval of people's win rates, bootstrap alone and floored."""
+    from konkord.stats.anchored_sim import simulate_biased_judge_field
+    from konkord.stats.ppi import anchored_bootstrap
+    from konkord.stats.ppi_floor import floored_anchored_intervals
+
+    print("\n(g) coverage of the anchored 95% interval of people's win rate against the field")
+    print(
+        f"    5 models, 100 tasks, 150 labels, judge bias 0, 0.5 or 1 logit; {fields} fields, "
+        f"{resamples} resamples"
+    )
+    print(f"    {'lambda':>7} {'bootstrap':>10} {'floored':>8} {'+- se':>6} {'clipped':>8}")
+    rng = np.random.default_rng(25)
+    rows: dict[str, list[tuple[float, float, float]]] = {"tuned": [], "1": []}
+    for k in range(fields):
+        field = simulate_biased_judge_field(5, 100, 150, float(rng.choice([0.0, 0.5, 1.0])),
+                                            seed=rng)
+        truth = field.target_expected_win_rate
+        for name, lam in (("tuned", None), ("1", 1.0)):
+            fit = anchored_bootstrap(field.data, lam=lam, n_resamples=resamples, seed=k)
+            plain = fit.bootstrap.intervals()["expected_win_rate"]
+            floored = floored_anchored_intervals(fit, field.data)["expected_win_rate"]
+            rows[name].append((
+                float(((plain.lower <= truth) & (truth <= plain.upper)).mean()),
+                float(((floored.lower <= truth) & (truth <= floored.upper)).mean()),
+                fit.clipped_resamples / resamples,
+            ))
+    for name, found in rows.items():
+        table = np.array(found)
+        se = table[:, 1].std(ddof=1) / np.sqrt(len(table)) if len(table) > 1 else np.nan
+        print(f"    {name:>7} {table[:, 0].mean():>10.1%} {table[:, 1].mean():>8.1%} "
+              f"{se:>6.1%} {table[:, 2].mean():>8.1%}")
+    print("    promise: 95%")
+
+
+def consistency_scale() -> None:
+    """(h) A judge that orders every pair of every task cleanly."""
+    from konkord.stats.judges import task_consistency
+
+    print("\n(h) consistency of a judge that orders every pair cleanly (one verdict per pair)")
+    for n_models in (2, 5, 12):
+        clean = np.triu(np.ones((n_models, n_models)), 1)
+        wins = np.broadcast_to(clean, (1, 10, n_models, n_models)).copy()
+        now = task_consistency(wins, n_resamples=50).mean[0]
+        before = task_consistency(wins, n_resamples=50, prior=0.5).mean[0]
+        print(f"    {n_models:>3} models: {now:.3f} (with the ranking's prior: {before:.3f})")
+    print("    promise: near 100% whatever the number of models")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fields", type=int, default=200, help="simulated runs per cell")
     parser.add_argument("--resamples", type=int, default=500, help="bootstrap resamples")
+    parser.add_argument("--only", default="all",
+                        choices=["all", "separation", "agreement", "anchored", "consistency"],
+                        help="run one section")
+    parser.add_argument("--separation-fields", type=int, default=400,
+                        help="simulated fields for (e)")
+    parser.add_argument("--agreement-fields", type=int, default=400,
+                        help="simulated datasets per cell of (f)")
+    parser.add_argument("--anchored-fields", type=int, default=400,
+                        help="simulated fields for (g)")
+    parser.add_argument("--cap", type=int, default=2000, help="largest fresh study run in (e)")
     args = parser.parse_args()
     started = time.perf_counter()
-    coverage(args.fields, args.resamples)
-    claims_and_groups(args.fields, args.resamples)
-    position_bias(args.fields)
+    if args.only == "all":
+        coverage(args.fields, args.resamples)
+        claims_and_groups(args.fields, args.resamples)
+        position_bias(args.fields)
+    if args.only in ("all", "separation"):
+        separation_promise(args.separation_fields, min(args.resamples, 200), args.cap)
+    if args.only in ("all", "agreement"):
+        agreement_coverage(args.agreement_fields, min(args.resamples, 400))
+    if args.only in ("all", "anchored"):
+        anchored_coverage(args.anchored_fields, min(args.resamples, 300))
+    if args.only in ("all", "consistency"):
+        consistency_scale()
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

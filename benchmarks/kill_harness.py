@@ -4,6 +4,7 @@
     python benchmarks/kill_harness.py --random 4   # fewer random kills
     python benchmarks/kill_harness.py --ctrl-c 10 --random 0 --no-strace   # Ctrl-C only
     python benchmarks/kill_harness.py --random 10 --ctrl-c 5 --label 6      # everything
+    python benchmarks/kill_harness.py --batch-live 3 --random 0 --no-strace # batch, then live
 
 Two kinds of kill, each followed by a clean rerun of the same command:
 (a) strace -e inject=write:signal=KILL -P FILE at the 1st, 2nd and 5th write to each file the
@@ -12,7 +13,9 @@ Two kinds of kill, each followed by a clean rerun of the same command:
 (b) SIGKILL at a random moment after the first record reached the log, during run and judge;
 (c) with --ctrl-c N, one SIGINT at a random moment instead: the calls in flight must land in
     the log, so that here even the replies in flight are never asked again;
-(d) with --label N, kills during `konkord label` (see benchmarks/kill_label.py).
+(d) with --label N, kills during `konkord label` (see benchmarks/kill_label.py);
+(e) with --batch-live N, kills of `run --batch` and `judge --batch` with a batch open, each
+    followed by live reruns (see benchmarks/kill_batch.py).
 
 After each kill: every rewritten file (run.json, results) parses or is absent; after the rerun
 every evidence record present before the kill is still there, the log is complete with no key
@@ -244,6 +247,8 @@ def main() -> None:
     parser.add_argument("--no-strace", action="store_true", help="skip the strace kills")
     parser.add_argument("--label", type=int, default=0,
                         help="kills during `konkord label` (benchmarks/kill_label.py)")
+    parser.add_argument("--batch-live", type=int, default=0,
+                        help="kills of --batch runs with a batch open, rerun live, per stage")
     parser.add_argument("--seed", type=int, default=13)
     options = parser.parse_args()
     random.seed(options.seed)
@@ -294,6 +299,11 @@ def main() -> None:
         from kill_label import print_tally, run_label_kills
 
         print_tally(run_label_kills(options.label))
+    if options.batch_live:
+        from kill_batch import print_tally as print_batch_tally
+        from kill_batch import run_batch_kills
+
+        print_batch_tally(run_batch_kills(options.batch_live))
     print(f"time: {time.monotonic() - started:.0f} s")
 
 

@@ -167,6 +167,15 @@ def test_write_atomic_replaces_whole_and_leaves_no_temp_file(tmp_path: Path) -> 
     assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
 
+def test_a_failed_write_removes_its_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    target.mkdir()  # the rename onto a directory fails after the temp file was written
+    with pytest.raises(OSError):
+        write_atomic(target, "new")
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
+    assert target.is_dir() and list(target.iterdir()) == []
+
+
 def _umask() -> int:
     old = os.umask(0)
     os.umask(old)

@@ -19,7 +19,7 @@ from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.runs_config import Price
 from konkord.configuration.runspec import resolve_run
 from konkord.evidence.log import EvidenceLog
-from konkord.providers.budget import Budget, count_tokens
+from konkord.providers.budget import Budget, count_tokens, spent_in_evidence
 from konkord.stages.judge.judge import calls_to_make, judge_messages
 
 PRICE_IN, PRICE_OUT = 1e-6, 2e-6  # write_project's $1 and $2 per million
@@ -119,6 +119,37 @@ def test_the_cap_counts_what_the_evidence_already_spent() -> None:
     with pytest.raises(BudgetReached):
         asyncio.run(budget.reserve("m", [{"role": "user", "content": "x"}], settings))
     assert budget.closed and budget.launched == 0
+
+
+def test_spent_in_evidence_counts_answers_and_verdicts_and_skips_unknown(tmp_path: Path) -> None:
+    log = EvidenceLog(tmp_path / "run")
+    answer = {"kind": "answer", "task_id": "t", "settings_hash": "s"}
+    log.append_many("answers", [{**answer, "model": "m/a", "cost_usd": 0.25},
+                                {**answer, "model": "m/b", "cost_usd": None}])
+    verdict = {"kind": "verdict", "task_id": "t", "model_a": "m/a", "model_b": "m/b",
+               "judge": "j", "frame_hash": "f"}
+    log.append_many("verdicts", [{**verdict, "order": "ab", "cost_usd": 0.5},
+                                 {**verdict, "order": "ba", "cost_usd": 0.125}])
+    assert spent_in_evidence(log) == 0.875
+
+
+def test_a_call_of_unknown_cost_is_counted_at_its_hold_not_as_free() -> None:
+    import asyncio
+
+    from konkord.providers.budget import BudgetReached
+
+    budget = Budget(cap_usd=1.5, prices={"m": Price(input_per_million=0, output_per_million=1e6)})
+    settings = CallSettings(max_tokens=1)  # each call can cost at most $1
+    message = [{"role": "user", "content": "x"}]
+    hold = asyncio.run(budget.reserve("m", message, settings))
+    assert hold.output_usd == 1.0 and budget.in_flight_usd == 1.0
+    budget.settle(hold, None)  # the provider did not say what it cost
+    assert budget.spent_usd == 1.0 and budget.in_flight_usd == 0.0
+    with pytest.raises(BudgetReached):  # $1 spent + $1 more would pass $1.50
+        asyncio.run(budget.reserve("m", message, settings))
+    budget_known = Budget(cap_usd=1.5, prices=budget.prices)
+    budget_known.settle(asyncio.run(budget_known.reserve("m", message, settings)), 0.25)
+    assert budget_known.spent_usd == 0.25
 
 
 def test_a_model_without_a_price_cannot_run_under_a_cap(demo: Path) -> None:

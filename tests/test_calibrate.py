@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+import scipy.stats
 from click.testing import CliRunner
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
 from sklearn.metrics import cohen_kappa_score
@@ -164,7 +166,13 @@ def test_figures_worked_out_by_hand(project: Path) -> None:
     assert (hh.agreement.k, hh.agreement.n) == (0, 2)
     assert (hh.agreement_no_ties.k, hh.agreement_no_ties.n) == (0, 1)
     assert len(cal.disagreements) == 4
-    assert cal.agreement.low == pytest.approx(0.2152, abs=1e-4)  # Wilson 4/8
+    # Tasks agree 3 of 5 and 1 of 3: CR1 variance 2/1 * (0.5^2 + 0.5^2) / 8^2 is half the
+    # binomial 0.25 / 8, so n_eff = 16; two tasks give the expanded sqrt(2) t_1 critical value.
+    z = math.sqrt(2.0) * scipy.stats.t.ppf(0.975, 1)
+    centre, n_eff = (0.5 + z * z / 32) / (1 + z * z / 16), 16
+    half = z * math.sqrt(0.25 / n_eff + z * z / (4 * n_eff**2)) / (1 + z * z / n_eff)
+    assert cal.agreement.low == pytest.approx(centre - half, abs=1e-9)
+    assert cal.agreement.plain_low == pytest.approx(0.2152, abs=1e-4)  # Wilson 4/8
     assert cal.by_turn == []  # single-turn task ids
 
 

@@ -23,10 +23,17 @@ from konkord.configuration.runs_config import parse_confidence
 from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, now_iso
+from konkord.evidence.verdicts import combine_verdicts
 from konkord.providers.confidence import outcome_of_token, to_models, verdict_probs
 from konkord.providers.llm import ModelClient
 from konkord.stages.judge.cascade import cascade_run, check_first_pass, missing_calls
-from konkord.stages.judge.cascade_view import CascadePlan, cascade_pairs, plan_of
+from konkord.stages.judge.cascade_view import (
+    CascadePairs,
+    CascadePlan,
+    cascade_pairs,
+    final_records,
+    plan_of,
+)
 from konkord.stages.run import answer_key_hash, answer_messages
 from konkord.stats.selective import accepted
 
@@ -249,6 +256,27 @@ def test_results_say_who_decided_and_keep_the_lean_small(run: RunSpec) -> None:
     )
 
 
+def test_an_escalated_pair_with_one_strong_order_is_pending_not_decided() -> None:
+    key = ("t1", "m/a", "m/b")
+    one_order = {"task_id": "t1", "model_a": "m/a", "model_b": "m/b", "judge": STRONG,
+                 "order": "ab", "kind": "verdict", "winner": "m/a", "position_winner": "1"}
+    (half,) = combine_verdicts([one_order])
+    (both,) = combine_verdicts([one_order, {**one_order, "order": "ba", "position_winner": "2"}])
+    assert not half.complete and both.complete
+    empty = np.zeros((1, 3))
+    codes = np.zeros(1, np.int64)
+    plan = CascadePlan(CHEAP, STRONG, 0.9)
+
+    def pairs(accepted: bool, strong: dict) -> CascadePairs:
+        return CascadePairs(plan, [key], empty, empty, codes, codes, np.array([accepted]), strong)
+
+    assert pairs(False, {key: half}).decided_by(0) == "pending"
+    assert pairs(False, {}).decided_by(0) == "pending"
+    assert pairs(False, {key: both}).decided_by(0) == "strong"
+    assert pairs(True, {key: half}).decided_by(0) == "first_pass"
+    assert final_records(pairs(False, {key: half})) == []
+
+
 def test_a_first_pass_without_logprobs_is_refused_unless_sampled() -> None:
     with pytest.raises(KonkordError, match=r"returns no log-probabilities.*samples:5"):
         check_first_pass(CascadePlan("anthropic/claude-3-haiku-20240307", STRONG, 0.8), None)
@@ -301,6 +329,10 @@ def test_samples_give_the_vote_share(project: Path, openai_server: OpenAIServer)
     records = [r for r in EvidenceLog(spec.run_dir).records("verdicts") if r["judge"] == CHEAP]
     assert all(r["probs"] == {"1": 0.75, "2": 0.25, "tie": 0.0} for r in records)
     assert all(r["samples"] == ["1", "1", "1", "2"] for r in records)
+    # The plurality "1" is the answer shown first: model_a in order ab, model_b in order ba.
+    for r in records:
+        assert r["position_winner"] == "1"
+        assert r["winner"] == (r["model_a"] if r["order"] == "ab" else r["model_b"])
     # "1" in both orders names different models: the orders disagree, every pair escalates
     assert len(calls_by(openai_server, STRONG)) == len(TASKS) * 2
 

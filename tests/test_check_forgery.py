@@ -7,6 +7,7 @@ line, so each of these must be recorded as a failure, while a correct answer pas
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,10 @@ pytestmark = [
     pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed"),
 ]
 
-LIMITS = Limits(wall_s=5.0, cpu_s=3, memory_mb=256, processes=16, output_bytes=200_000)
+# Answers that should run normally get a wall limit no loaded machine reaches; the forgeries,
+# which must fail whatever happens, a short one (several of them sleep forever).
+LIMITS = Limits(wall_s=120.0, cpu_s=3, memory_mb=256, processes=16, output_bytes=200_000)
+SHORT_WALL = replace(LIMITS, wall_s=5.0)
 GOOD = "def add(a, b):\n    return a + b\n"
 TESTS = "assert add(2, 3) == 5\nassert add(-1, 1) == 0\n"
 SPRAY = (
@@ -142,14 +146,14 @@ FORGERIES = {
 }
 
 
-def result_of(answer: str, tests: str = TESTS) -> tuple[bool, str]:
-    result = run_tests(answer, tests, LIMITS, "bwrap")
+def result_of(answer: str, tests: str = TESTS, limits: Limits = LIMITS) -> tuple[bool, str]:
+    result = run_tests(answer, tests, limits, "bwrap")
     return result.passed, result.reason or ""
 
 
 @pytest.mark.parametrize("name", sorted(FORGERIES))
 def test_a_forged_pass_is_recorded_as_a_failure(name: str) -> None:
-    passed, reason = result_of(FORGERIES[name])
+    passed, reason = result_of(FORGERIES[name], limits=SHORT_WALL)
     assert not passed, f"{name} forged a pass"
     assert reason
 
@@ -166,9 +170,23 @@ def test_exit_during_a_call_fails_even_when_the_tests_catch_everything() -> None
     assert reason == "the answer's code raised SystemExit(0) during the tests"
 
 
-def test_a_rigged_int_crosses_as_its_true_value() -> None:
-    _, reason = result_of(FORGERIES["rigged-int-subclass"])
-    assert reason == "test failed at tests.py line 1: assert add(2, 3) == 5"
+@pytest.mark.parametrize("name", ["rigged-int-subclass", "rigged-int-subclass-int-too"])
+def test_a_rigged_int_crosses_as_its_true_value(name: str) -> None:
+    # Liar(0) crosses as 0, even when its own __int__ says 5: the tests see add(2, 3) == 0.
+    assert result_of(FORGERIES[name]) == (
+        False, "test failed at tests.py line 1: assert add(2, 3) == 5")
+
+
+def test_the_answer_cannot_set_attributes_on_the_tests_objects() -> None:
+    answer = (
+        "def mark(box):\n    try:\n        box.flag = 1\n    except AttributeError:\n"
+        "        return 'refused'\n    return 'set'\n"
+    )
+    tests = (
+        "class Box:\n    pass\nbox = Box()\nassert mark(box) == 'refused'\n"
+        "assert not hasattr(box, 'flag')\n"
+    )
+    assert result_of(answer, tests) == (True, "")
 
 
 def test_the_answer_cannot_redefine_the_builtins_the_tests_use() -> None:

@@ -28,7 +28,9 @@ from konkord.stages.check import (
 from konkord.stages.run import answer_key_hash, answer_messages
 
 needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
-LIMITS = Limits(wall_s=4.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=100_000)
+# A wall limit no healthy run meets on a loaded machine; the hostile answer loops and is
+# stopped by the CPU limit.
+LIMITS = Limits(wall_s=120.0, cpu_s=2, memory_mb=256, processes=16, output_bytes=100_000)
 
 SUITE = """\
 name: mini
@@ -117,7 +119,7 @@ def test_every_declared_check_is_recorded_and_a_hostile_answer_stops_nothing(
     record = results[("add", "m/bad", "tests")]
     assert record["sandbox"] == "bwrap" and record["kind"] == "check"
     assert record["reason"] == "test failed at tests.py line 1: assert add(2, 3) == 5"
-    assert record["limits"]["wall_s"] == 4.0 and record["tests_sha"]
+    assert record["limits"]["wall_s"] == 120.0 and record["tests_sha"]
     assert results[("add", "m/good", "compiles")]["sandbox"] == "static"
     assert summary.totals == {"compiles": (5, 6), "ruff_clean": (2, 3), "tests": (3, 6)}
     assert FAKE_KEY not in (spec.run_dir / "checks.jsonl").read_text()
@@ -256,8 +258,15 @@ def test_codegen_suite_references_pass_and_broken_copies_fail() -> None:
 def test_records_are_json_lines_with_the_documented_fields(spec: RunSpec) -> None:
     limited = RunSpec(**{**spec.__dict__, "models": ("m/good",)})
     check_run(limited, sandbox="none", limits=LIMITS)
-    for line in (spec.run_dir / "checks.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    records = [json.loads(line)
+               for line in (spec.run_dir / "checks.jsonl").read_text().splitlines()]
+    # every check declared for m/good's answers, once: add (3 checks) and double (2)
+    assert sorted((r["task_id"], r["check"]) for r in records) == [
+        ("add", "compiles"), ("add", "ruff_clean"), ("add", "tests"),
+        ("double", "compiles"), ("double", "tests"),
+    ]
+    for record in records:
+        assert record["kind"] == "check" and record["model"] == "m/good"
         for field in ("kind", "created_at", "task_id", "model", "check", "answer_sha",
                       "passed", "reason", "duration_s", "output", "sandbox"):
             assert field in record, field

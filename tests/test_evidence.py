@@ -5,6 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,32 @@ from konkord.evidence.log import AsyncAppender, EvidenceLog, TornLineWarning, re
 
 def _answer(task: str, model: str, text: str) -> dict[str, object]:
     return {"kind": "answer", "task_id": task, "model": model, "settings_hash": "h", "text": text}
+
+
+STRACE = shutil.which("strace")
+
+
+@pytest.mark.skipif(STRACE is None, reason="strace is not installed")
+def test_an_append_is_fsynced_before_it_returns(tmp_path: Path) -> None:
+    # A real kill at the fsync of the stream's file: an append that skipped the fsync would
+    # return, print "returned" and exit 0.
+    script = (
+        "import sys\nfrom konkord.evidence.log import EvidenceLog\n"
+        "EvidenceLog(sys.argv[1]).append('answers', {'kind': 'answer', 'task_id': 't', "
+        "'model': 'm', 'settings_hash': 'h', 'text': 'x'})\nprint('returned')"
+    )
+    stream = tmp_path / "run" / "answers.jsonl"
+    assert STRACE is not None
+    done = subprocess.run(
+        [STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync", "-e",
+         "inject=fsync:signal=KILL", "-P", str(stream),
+         sys.executable, "-c", script, str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode in (-9, 137), (done.returncode, done.stdout, done.stderr)
+    assert "returned" not in done.stdout
+    # killed after the write, before returning: the record is whole on disk
+    assert [r["text"] for r in EvidenceLog(tmp_path / "run").records("answers")] == ["x"]
 
 
 def test_append_writes_one_sorted_json_line_per_record(tmp_path: Path) -> None:

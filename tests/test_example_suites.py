@@ -243,7 +243,17 @@ def test_seeds_are_deterministic_and_cycle_through_the_candidates() -> None:
     candidates = plausible_bugs(GUARDED)
     assert [plausible_bug(GUARDED, seed) for seed in range(len(candidates))] == candidates
     assert plausible_bug(GUARDED, len(candidates) + 2) == candidates[2]
-    assert plausible_bug(GUARDED, 5) == plausible_bug(GUARDED, 5)
+    # and the same in a fresh interpreter under any hash seed (no set or dict order leaks in)
+    code = (
+        "import json, sys\nfrom konkord.sim.mutate import plausible_bug\n"
+        "print(json.dumps(plausible_bug(sys.stdin.read(), 5)))"
+    )
+    for hash_seed in ("1", "2"):
+        fresh = subprocess.run(
+            [sys.executable, "-c", code], input=GUARDED, capture_output=True, text=True,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed}, check=True,
+        )
+        assert json.loads(fresh.stdout) == candidates[5]
 
 
 def test_annotations_and_lone_statements_are_left_alone() -> None:

@@ -16,6 +16,9 @@ PAIRS: list[tuple[str, str, str, str | None]] = [
     ("openrouter/mistralai/mistral-small", "gpt-5", ALLOWED, None),
     ("gpt-5", "o3-mini", REFUSED, "openai"),
     ("openrouter/openai/gpt-4o", "azure/gpt-4o-mini", REFUSED, "openai"),
+    # "openai" after a route names the vendor, even for a name no family prefix knows
+    ("openrouter/openai/custom-model", "o3-mini", REFUSED, "openai"),
+    ("openrouter/openai/custom-model", "openai/custom-model-2", ALLOWED, None),
     ("chatgpt-4o-latest", "o1", REFUSED, "openai"),
     ("o4-mini", "claude-sonnet-4", ALLOWED, None),
     ("bedrock/us.anthropic.claude-3-5-sonnet", "anthropic/claude-opus-4", REFUSED, "anthropic"),

@@ -314,3 +314,19 @@ def test_the_konkord_state_folder_stays_inside_for_every_stage_that_writes_it(
         code, stderr = run_cli(*args)
         assert (code, one_line_error(stderr)) == (2, expected), args
     assert list(outside.iterdir()) == []
+
+
+def test_a_sibling_folder_sharing_the_projects_name_as_a_prefix_is_outside(
+    tmp_path: Path,
+) -> None:
+    from konkord.evidence.paths import outside_problem
+
+    project, evil = tmp_path / "proj", tmp_path / "proj-evil"
+    project.mkdir()
+    evil.mkdir()
+    problem = outside_problem(Path("../proj-evil/results.json"), project)
+    assert problem == '"../proj-evil/results.json" is outside the project folder; use a path inside it'
+    (project / "link").symlink_to(evil)
+    through = outside_problem(Path("link/results.json"), project)
+    assert through is not None and "through a symlink" in through
+    assert outside_problem(Path("results/r.json"), project) is None

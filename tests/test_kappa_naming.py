@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.stats
 from conftest import REPO
 
 from konkord.configuration.runspec import resolve_run
@@ -196,7 +197,7 @@ def test_human_human_kappa_does_not_depend_on_which_person_is_first() -> None:
     )
 
 
-def test_kappa_interval_is_the_2_5_and_97_5_percentiles_of_the_cluster_resamples() -> None:
+def test_kappa_interval_is_the_expanded_bca_interval_of_the_cluster_resamples() -> None:
     # tasks agree fully or hardly at all: the clustered bootstrap is wider than the floor
     rng = np.random.default_rng(2)
     x = rng.choice(3, size=60)
@@ -209,10 +210,20 @@ def test_kappa_interval_is_the_2_5_and_97_5_percentiles_of_the_cluster_resamples
     for row in draws:
         idx = np.concatenate([np.flatnonzero(clusters == c) for c in row])
         kappas.append(oriented_kappa(x[idx], y[idx]))
-    finite = [k for k in kappas if math.isfinite(k)]
-    low, high = np.percentile(finite, [2.5, 97.5])
+    finite = np.array([k for k in kappas if math.isfinite(k)])
+    point = oriented_kappa(x, y)
+    # BCa (Efron 1987) by hand: bias from the share of draws below the point, acceleration
+    # from the leave-one-task-out kappas, at the expanded level sqrt(12/11) t_11(0.975).
+    jack = np.array([oriented_kappa(x[clusters != c], y[clusters != c]) for c in range(12)])
+    dev = jack.mean() - jack
+    accel = (dev**3).sum() / (6.0 * ((dev**2).sum()) ** 1.5)
+    z0 = scipy.stats.norm.ppf(((finite < point).sum() + 0.5 * (finite == point).sum()) / 400)
+    z = math.sqrt(12 / 11) * scipy.stats.t.ppf(0.975, 11)
+    q = [scipy.stats.norm.cdf(z0 + (z0 + s) / (1 - accel * (z0 + s))) for s in (-z, z)]
+    low, high = np.quantile(finite, q)
     assert (got.low, got.high) == pytest.approx((low, high), abs=1e-12)
-    assert (got.low, got.high) != pytest.approx(tuple(np.percentile(finite, [5, 95])), abs=1e-6)
+    plain = tuple(np.percentile(finite, [2.5, 97.5]))
+    assert got.low < plain[0] and got.high > plain[1]  # few tasks: wider than the percentiles
     floor = _kappa_floor(x, y, lambda conf: both_orientations(conf))
     assert got.low < floor[0] and got.high > floor[1]
 
@@ -225,7 +236,8 @@ def test_clustered_agreement_by_hand_and_never_narrower_than_wilson() -> None:
     robust = 4 / 3 * (2 * (10 - 6) ** 2 + 2 * (2 - 6) ** 2) / 40**2
     deff = robust / (0.6 * 0.4 / 40)
     n_eff = 40 / deff
-    z = 1.959963984540054
+    # four tasks: the variance has 3 degrees of freedom, the expanded critical value
+    z = math.sqrt(4 / 3) * scipy.stats.t.ppf(0.975, 3)
     centre = (0.6 + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
     half = z * math.sqrt(0.24 / n_eff + z * z / (4 * n_eff**2)) / (1 + z * z / n_eff)
     assert got.design_effect == pytest.approx(deff)

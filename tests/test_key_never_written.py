@@ -117,3 +117,28 @@ def test_redact_removes_secret_variables_and_key_shaped_strings(monkeypatch: Any
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-1234567890")
     text = redact("auth tok-1234567890 and sk-abcdefghijklmnop and sk-short and a task-list")
     assert text == "auth [MY_SERVICE_TOKEN] and [redacted] and sk-short and a task-list"
+
+
+def test_key_shaped_strings_in_an_answer_are_kept_as_written(
+    project: Path, openai_server: OpenAIServer
+) -> None:
+    # An answer's code may hold "sk-" strings and URLs with a user: they are the answer, not
+    # credentials of this run, so they go into the evidence unchanged (only the run's own
+    # secret values are taken out of answers).
+    written = (
+        'API_KEY = "sk-abcdefghijklmnop0123456789"  # placeholder\n'
+        "DB = 'https://user:hunter2@db.example.com/x'\n"
+    )
+    (project / "s.yaml").write_text(
+        "name: s\nrubric: Prefer correct answers.\ntasks:\n  - {id: one, prompt: Question one?}\n"
+    )
+    openai_server.responder = lambda body, n: Reply(written)
+    result = CliRunner().invoke(
+        cli, ["run", "--suite", "s.yaml", "--models", "openai/model-a,openai/model-b",
+              "--api-base", openai_server.url]
+    )
+    _ok(result)
+    answers = [
+        json.loads(line) for line in (project / "runs" / "s" / "answers.jsonl").read_text().splitlines()
+    ]
+    assert [a["text"] for a in answers] == [written, written]

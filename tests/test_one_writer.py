@@ -344,3 +344,14 @@ def test_a_ctrl_c_after_the_work_is_done_leaves_the_status_alone(project: Path) 
     # not killed by the signal (-2): the command's own status, or 130 had it still been running
     assert child.returncode in (0, 130), (child.returncode, err)
     assert "Traceback" not in err
+
+
+def test_the_writer_lock_lives_under_konkord_not_in_the_evidence(tmp_path: Path) -> None:
+    from konkord.evidence.stopping import run_lock
+
+    run_dir = tmp_path / "runs" / "demo"
+    run_dir.mkdir(parents=True)
+    with run_lock(run_dir, "run"):
+        lock = tmp_path / ".konkord" / "locks" / "demo.lock"
+        assert lock.is_file() and "`konkord run` (pid" in lock.read_text()
+        assert list(run_dir.iterdir()) == []  # the committed evidence folder stays clean

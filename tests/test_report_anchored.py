@@ -69,6 +69,24 @@ def test_labels_correct_a_judge_that_puts_the_worst_model_first(project: Path) -
     assert anchored.ratings[-1].rank_worst == 3
 
 
+def test_the_report_prints_the_share_of_clipped_resamples(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from konkord.stages.report.report_print import print_report
+
+    _run_with_a_judge_that_favours_c(project)
+    _label_queue(project, 45)
+    results = build_results(resolve_run("r"), FAST)
+    anchored = results.judge_blocks[0].anchored
+    assert anchored is not None and anchored.resamples == 200
+    print_report(results)
+    out = capsys.readouterr().out
+    share = f"{anchored.clipped_resamples / 200:.1%}"
+    assert f"clipped resamples: {anchored.clipped_resamples} of 200 ({share})" in " ".join(
+        out.split()
+    )
+
+
 def test_a_skipped_item_is_counted_and_recorded_probabilities_are_those_of_the_queue(
     project: Path,
 ) -> None:

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import kendalltau
 
 import konkord.stats.judges as judges_module
-from konkord.stats import consistency, fit_bt_wins, wilson_interval
+from konkord.stats import consistency_of_wins, wilson_interval
 from konkord.stats.judges import (
     consensus_match,
     length_preference,
@@ -62,6 +62,20 @@ def test_consensus_match_by_hand_on_a_tiny_run() -> None:
     assert np.all(lo <= figure.mean + 1e-12) and np.all(figure.mean <= hi + 1e-12)
 
 
+def test_consensus_match_counts_only_the_models_the_judge_saw_on_the_task() -> None:
+    # One task, models X Y Z. Judge 0 judged only X-Y (X won); judges 1 and 2 judged every
+    # pair, both with Z > Y > X. Judge 0's own fit places Z at the prior's centre, between X
+    # and Y, but it never saw Z: its match counts the one pair X-Y, which the others reverse.
+    wins = np.zeros((3, 1, 3, 3))
+    wins[0, 0, 0, 1] = 1.0
+    for judge in (1, 2):
+        wins[judge, 0, 1, 0] = wins[judge, 0, 2, 0] = wins[judge, 0, 2, 1] = 1.0
+    figure, pairs = consensus_match(wins, n_resamples=50)
+    assert pairs[0, 0] == 1
+    assert figure.per_task[0, 0] == 0.0
+    assert pairs[1, 0] == pairs[2, 0] == 3
+
+
 def test_consensus_match_refuses_two_judges() -> None:
     with pytest.raises(ValueError, match="at least 3 judges"):
         consensus_match(tiny_wins()[:2])
@@ -88,8 +102,31 @@ def test_consistency_per_task_matches_the_run_level_figure_on_one_task() -> None
     wins = tiny_wins()[:, :1]  # one task
     figure = task_consistency(wins, n_resamples=50)
     for k in range(3):
-        expected = consistency(fit_bt_wins(wins[k, 0]).log_strength).mean
+        expected = consistency_of_wins(wins[k, 0]).mean
         assert figure.per_task[k, 0] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("n_models", [2, 5, 12, 40])
+def test_a_judge_that_orders_every_task_cleanly_is_near_100_percent_consistent(
+    n_models: int,
+) -> None:
+    # One comparison per pair per task, all in one order: the ranking's prior capped this
+    # at 0.82 (2 models), 0.74 (5) and 0.68 (12); on its source's scale it is near 1.
+    clean = np.triu(np.ones((n_models, n_models)), 1)
+    wins = np.broadcast_to(clean, (1, 3, n_models, n_models)).copy()
+    assert task_consistency(wins, n_resamples=50).mean[0] > 0.985
+    assert consistency_of_wins(clean).mean > 0.985
+    t, i, j = np.nonzero(wins[0])
+    panel = panel_verdicts(np.zeros_like(t), t, i, j, np.ones(t.size), 1, n_models, 3)
+    assert panel_figures(panel, n_resamples=50).consistency.mean[0] > 0.985
+
+
+def test_a_coin_flip_judge_stays_far_from_a_clean_ladder() -> None:
+    rng = np.random.default_rng(0)
+    upper = np.triu(rng.random((1, 60, 8, 8)) < 0.5, 1).astype(float)
+    lower = np.triu(np.ones((8, 8)), 1) - upper
+    wins = upper + np.swapaxes(lower, -1, -2)
+    assert task_consistency(wins, n_resamples=50).mean[0] < 0.75
 
 
 def simulated_rows(

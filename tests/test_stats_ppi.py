@@ -13,6 +13,7 @@ from konkord.stats.anchored_sim import coverage_study, simulate_biased_judge_fie
 from konkord.stats.ppi import (
     anchored_bootstrap,
     anchored_data,
+    clipped_resample_count,
     effective_labels,
     feasible,
     judge_only_data,
@@ -54,9 +55,11 @@ def test_two_models_match_the_closed_form(lam: float) -> None:
     assert beta[0] - beta[1] == pytest.approx(expected_gap, abs=1e-8)
 
 
-def test_two_models_tuned_lambda_matches_the_scalar_formula() -> None:
-    """In one dimension the sandwich terms cancel: lambda* = -cov(a, d) / var(d) over tasks."""
-    judge, labels = _two_model_case()
+def _scalar_lambda(
+    judge: list[tuple[int, float]], labels: list[tuple[int, float, float, float]]
+) -> float:
+    """In one dimension the sandwich terms cancel: lambda* = -cov(a, d) / var(d) over tasks,
+    unclipped."""
     data = _pack_two(judge, labels)
     # The classical (lambda = 1) estimate, where the tuning is evaluated.
     point = anchored_bootstrap(data, lam=1.0, n_resamples=10).bootstrap.point.log_strength
@@ -71,8 +74,22 @@ def test_two_models_tuned_lambda_matches_the_scalar_formula() -> None:
     mean_a, mean_d = sum(a) / 6, sum(d) / 6
     cov = sum((x - mean_a) * (y - mean_d) for x, y in zip(a, d, strict=True))
     var = sum((y - mean_d) ** 2 for y in d)
-    expected = min(1.0, max(0.0, -cov / var))
-    assert tuned_lambda(data) == pytest.approx(expected, abs=1e-9)
+    return -cov / var
+
+
+def test_two_models_tuned_lambda_matches_the_scalar_formula() -> None:
+    judge, labels = _two_model_case()
+    expected = min(1.0, max(0.0, _scalar_lambda(judge, labels)))
+    assert tuned_lambda(_pack_two(judge, labels)) == pytest.approx(expected, abs=1e-9)
+
+
+def test_an_interior_tuned_lambda_matches_the_scalar_formula() -> None:
+    # Unclipped: a wrong centring or scale of the gradients shows here, not at 1.0.
+    judge, labels = _two_model_case()
+    labels = [*labels, (1, 0.0, 1.0, 0.5)]  # a person overrules the judge on task 1
+    expected = _scalar_lambda(judge, labels)
+    assert 0.3 < expected < 0.7  # 0.487
+    assert tuned_lambda(_pack_two(judge, labels)) == pytest.approx(expected, abs=1e-9)
 
 
 def test_labels_only_is_the_plain_fit_of_the_labels_as_choix_computes_it() -> None:
@@ -135,6 +152,22 @@ def test_an_infeasible_pair_is_clipped_to_all_wins_and_the_fit_stays_finite() ->
     )
     fit = anchored_bootstrap(data, lam=1.0, n_resamples=20)
     assert np.all(np.isfinite(fit.bootstrap.log_strength))
+
+
+def test_the_resamples_that_needed_clipping_are_counted() -> None:
+    raw = np.zeros((4, 3, 3))
+    raw[:, 0, 1], raw[:, 1, 0] = 1.0, 1.0  # one comparison each way: feasible
+    raw[1, 0, 1], raw[1, 1, 0] = 2.5, -0.5  # two comparisons, 2.5 won: clipped to 2
+    raw[3, 1, 2], raw[3, 2, 1] = -1.0, 3.0  # and one below no wins
+    wins, changed = feasible(raw)
+    assert changed == 2 and clipped_resample_count(raw, wins) == 2
+    data = anchored_data(
+        ([0, 1], [0, 0], [1, 1], [1.0, 1.0]), ([0], [0], [1], [1.0]), [0.0], [0.1], 2, 2
+    )
+    fit = anchored_bootstrap(data, lam=1.0, n_resamples=40)
+    assert fit.resamples == 40
+    # Every resample that draws the labelled task twice and the other none is infeasible.
+    assert 0 < fit.clipped_resamples < 40
 
 
 def test_bad_inputs_name_what_is_wrong() -> None:

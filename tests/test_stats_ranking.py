@@ -12,7 +12,9 @@ from konkord.stats.ranking import (
     describe_claims,
     describe_separations,
     pairwise_differences,
+    planned_tasks,
     rank,
+    sign_test_min_tasks,
     tasks_to_separate,
 )
 from konkord.stats.resample import Bootstrap, bootstrap
@@ -118,8 +120,35 @@ def test_separation_estimate_for_an_unseparated_pair() -> None:
     assert sep.tasks_even_odds == math.ceil(30 * (sep.half_width / 0.5) ** 2)
     text = describe_separations(ranking, NAMES)[0]
     assert text.startswith("alpha and bravo are not separated at 30 tasks")
-    assert sep.tasks_needed == 222
-    assert "about 220 tasks would separate" in text  # two significant figures
+    # Planned on the gap less z_0.9 = 1.2816 standard errors (0.95 / 1.96 = 0.485): below 0,
+    # so no task count is promised.
+    assert sep.planning_gap is None and sep.tasks_needed is None
+    assert text.endswith(
+        "the gap observed is too uncertain to say how many tasks would separate them "
+        "(it is within 1.28 standard errors of 0)."
+    )
+    point = [0.8, 0.0]  # the same interval around a gap of 0.8: 0.8 - 1.2816 * 0.4847
+    (sep,) = rank(_hand_bootstrap(point, _draws(point, [0.0, 1.0]), n_tasks=30)).separations
+    z, z80, z90 = 1.959963984540054, 0.8416212335729143, 1.2815515655446004
+    se = sep.half_width / z
+    assert sep.planning_gap == pytest.approx(0.8 - z90 * se)
+    assert sep.tasks_needed == math.ceil(30 * ((z + z80) * se / (0.8 - z90 * se)) ** 2)
+    text = describe_separations(rank(_hand_bootstrap(point, _draws(point, [0.0, 1.0]),
+                                                      n_tasks=30)), NAMES)[0]
+    assert "planning on a gap of 0.18 in log-strength" in text
+    assert "larger with about 90% probability), about 1,700 tasks would give an 80% chance" in text
+
+
+def test_planned_tasks_at_a_clear_gap_and_never_below_the_sign_test() -> None:
+    z, z80, z90 = 1.959963984540054, 0.8416212335729143, 1.2815515655446004
+    planning, needed = planned_tasks(1.0, z * 0.4, 10)  # standard error 0.4
+    assert planning == pytest.approx(1.0 - z90 * 0.4)
+    assert needed == math.ceil(10 * ((z + z80) * 0.4 / (1.0 - z90 * 0.4)) ** 2)  # 65
+    # At 2 unanimous-looking tasks the gap is large, but no study under 6 tasks can pass
+    # the exact sign test that gates every claim.
+    assert planned_tasks(4.0, 2.0, 2) == (pytest.approx(4.0 - z90 * 2.0 / z), 6)
+    assert sign_test_min_tasks(0.95) == 6 and sign_test_min_tasks(0.99) == 8
+    assert planned_tasks(0.5, z * 0.4, 10) == (None, None)  # within 1.28 standard errors
 
 
 def test_clear_field_is_fully_ordered_and_level_field_claims_nothing() -> None:

@@ -61,6 +61,12 @@ if TYPE_CHECKING:
     help="Pairs the first pass decided that the strong judge judges too, so labels can compare "
     "the cascade with the strong judge alone [default: the run's, else the label plan's n].",
 )
+@click.option(
+    "--design",
+    help="Which comparisons to pay for: all (every pair on every task), random:K (K balanced "
+    "pairs per task) or adaptive:CALLS (rounds that spend CALLS judge calls on unseparated "
+    "neighbours) [default: the run's \"design\" in runs.json, else all].",
+)
 @large_run_options
 def judge(
     run_name: str,
@@ -72,6 +78,7 @@ def judge(
     accept_at: float | None,
     confidence: str | None,
     audit: int | None,
+    design: str | None,
     batch: bool,
     dry_run: bool,
     max_cost: float | None,
@@ -95,6 +102,26 @@ def judge(
         raise KonkordError(f"--api-base {url_credentials_problem(api_base)}")
     spec = resolve_run(run_name)
     chosen = judges or spec.judges
+    if design is not None:
+        from dataclasses import replace as replaced
+
+        from konkord.configuration.pair_design import parse_design
+
+        try:
+            wanted = parse_design(design)
+        except ValueError as exc:
+            raise KonkordError(f"--design {exc}") from None
+        if spec.in_runs_file and wanted != spec.design:
+            raise KonkordError(
+                f'--design {design}: run "{spec.name}" is in runs.json with design '
+                f'{spec.design.label}; set "design" there instead, so the report states it'
+            )
+        if wanted != spec.design and not dry_run:
+            from konkord.configuration.runspec import write_manifest
+
+            spec = replaced(spec, design=wanted)
+            write_manifest(spec)  # the report and later reruns read the design from it
+        spec = replaced(spec, design=wanted, judges=tuple(chosen))
     named = (*chosen, *([first_pass] if first_pass else []))
     check_model_names(
         [j for j in named if j not in spec.deployments],
@@ -130,13 +157,17 @@ def judge(
         click.echo(f"note: {note}", err=True)
     click.echo(
         f"judge {spec.name}: {len(spec.suite.tasks)} tasks x {len(spec.models)} models, "
-        f"both orders, judges: {', '.join(chosen)}",
+        f"both orders, judges: {', '.join(chosen)}; design {spec.design.label}",
         err=True,
     )
     if dry_run:
         from konkord.stages.dry_run import judge_estimates
+        from konkord.stages.judge.design import planned_rounds_line
 
         print_estimates(judge_estimates(spec, tuple(chosen), max_tokens, batch), batch)
+        line = planned_rounds_line(spec, tuple(chosen))
+        if line:
+            click.echo(line)
         return
     from dataclasses import replace
 

@@ -20,6 +20,7 @@ from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.deployments import Deployment
 from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.names import SLUG, slug_problem
+from konkord.configuration.pair_design import PairDesign, parse_design
 from konkord.configuration.suite import parse_located
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
@@ -147,6 +148,13 @@ class RunEntry(BaseModel):
     style_control: bool = True
     # model -> its deployments (konkord.configuration.deployments), or the name of a JSON file holding that map
     deployments: dict[str, tuple[Deployment, ...]] | str | None = None
+    # which comparisons the judge is paid for (konkord.configuration.pair_design)
+    design: PairDesign = PairDesign()
+
+    @field_validator("design", mode="before")
+    @classmethod
+    def _design(cls, value: object) -> PairDesign:
+        return parse_design(value)
 
     @model_validator(mode="before")
     @classmethod

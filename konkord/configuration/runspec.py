@@ -13,6 +13,7 @@ from pathlib import Path
 from konkord.configuration.call_settings import CallSettings
 from konkord.configuration.credentials import strip_url_credentials
 from konkord.configuration.deployments import Deployment, load_deployment_file
+from konkord.configuration.pair_design import PairDesign
 from konkord.configuration.runs_config import (
     DEFAULT_RUNS_FILE,
     Cascade,
@@ -49,6 +50,7 @@ class RunSpec:
     deployments_file: Path | None = None  # where `deployments` came from, if from a file
     names: dict[str, str] = field(default_factory=dict)  # full spec -> display name (runs.json)
     style_control: bool = True  # runs.json "style_control": false switches it off
+    design: PairDesign = field(default_factory=PairDesign)  # which comparisons are judged
 
     @property
     def run_dir(self) -> Path:
@@ -78,6 +80,7 @@ def spec_from_entry(entry: RunEntry, base: Path = Path(".")) -> RunSpec:
         deployments_file=base / entry.deployments if isinstance(entry.deployments, str) else None,
         names=dict(entry.names),
         style_control=entry.style_control,
+        design=entry.design,
     )
 
 
@@ -110,6 +113,8 @@ def write_manifest(spec: RunSpec) -> None:
         if spec.settings.api_base
         else None,
     }
+    if spec.design.kind != "all":
+        manifest["design"] = spec.design.as_json()
     if spec.cascade is not None:
         manifest["cascade"] = spec.cascade.model_dump(exclude_none=True)
     write_atomic(path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")

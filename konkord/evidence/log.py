@@ -35,6 +35,7 @@ STREAM_KEYS: dict[str, tuple[str, ...]] = {
     "labels": ("task_id", "model_a", "model_b", "labeller"),
     "checks": ("task_id", "model", "check"),
     "batches": ("input_file_id",),  # provider batches: uploaded, submitted, collected
+    "designs": ("design", "round"),  # each round of a pair design: its pairs and why
 }
 
 _TAIL_CHUNK = 65536

@@ -211,6 +211,12 @@ class AnchoredRanking(Strict):
         default=None, description="Labels a labels-only ranking would need for the same precision."
     )
     clipped_pair_scores: int = 0
+    clipped_resamples: int = Field(
+        default=0,
+        description="Bootstrap resamples in which a pair's corrected score fell outside what "
+        "its comparisons allow and was clipped; the interval is least trustworthy when many are.",
+    )
+    resamples: int = 0
     ratings: list[AnchoredRating] = []
     labels_only: list[AnchoredRating] = []
     claims: list[str] = []

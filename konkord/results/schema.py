@@ -50,6 +50,7 @@ from konkord.results.tasks import (
     PassRate,
     TaskFiles,
     TaskView,
+    TurnLine,
 )
 
 # The schema is split by what it describes (base, judging, style, tasks);
@@ -104,6 +105,7 @@ __all__ = [
     "TaskFiles",
     "TaskMean",
     "TaskView",
+    "TurnLine",
     "json_schema",
     "read_results",
     "write_results",
@@ -169,6 +171,16 @@ class BootstrapInfo(Strict):
     disconnected_handling: str | None = None
 
 
+class DesignInfo(Strict):
+    """Which comparisons were judged: the run's pair design and its share of all possible."""
+
+    label: str = Field(description='The design in words, e.g. "random: 5 pairs per task".')
+    judged: int = Field(description="Task pairs judged in both orders.")
+    possible: int = Field(description="Every pair of models on every task.")
+    rounds: int = Field(default=0, description="Adaptive rounds after the start.")
+    stopped: str | None = Field(default=None, description="Why an adaptive design stopped.")
+
+
 class SelfFamilyNote(Strict):
     """A judge of this ranking shares a provider family with ranked models (any source)."""
 
@@ -182,15 +194,6 @@ class SelfFamilyNote(Strict):
         default=[], description="The ranking fitted without those comparisons."
     )
     without_note: str = ""
-
-
-class TurnLine(Strict):
-    """One turn of a suite's conversations: each model's share of its comparisons won (a tie
-    half), both orders combined, under the one judge."""
-
-    turn: int
-    pairs: int
-    win_rate: dict[str, float | None]
 
 
 class JudgeBlock(Strict):
@@ -226,6 +229,9 @@ class JudgeBlock(Strict):
     )
     by_turn: list[TurnLine] = Field(
         default=[], description="Win rates per turn of the suite's conversations (if any)."
+    )
+    design: DesignInfo | None = Field(
+        default=None, description="The pair design and how many of all comparisons it judged."
     )
 
     @property

@@ -82,6 +82,15 @@ class ComparisonView(Strict):
     cascade: CascadePair | None = None
 
 
+class TurnLine(Strict):
+    """One turn of a suite's conversations: each model's share of its comparisons won (a tie
+    half), both orders combined, under the one judge."""
+
+    turn: int
+    pairs: int
+    win_rate: dict[str, float | None]
+
+
 class EarlierTurn(Strict):
     """A turn of a conversation before the one a task page shows: the user's message and
     each model's own reply to it."""

@@ -19,7 +19,9 @@ Definitions (what the Judges page prints):
   averaged over tasks, with a task-bootstrap interval. It needs three judges (with two the
   "consensus" would be a single other judge).
 - *Consistency* of a judge, per task: the mean fitted probability that each model beats the one
-  its own ranking puts just below it; averaged over tasks. It measures how tightly the verdicts
+  its own ranking puts just below it; averaged over tasks. Its fit has a vanishing prior
+  (`diagnostics.CONSISTENCY_PRIOR`), so a judge that orders a task cleanly scores near 100%
+  whatever the number of models (the ranking's prior capped it at 0.68 with 12 models). It measures how tightly the verdicts
   hang together, not whether they are right: a judge that always prefers the answer whose text
   sorts first alphabetically is perfectly consistent and knows nothing of quality.
 - *Length preference*: among decided pairs whose answers differ in length, the share won by the
@@ -37,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .bt import DEFAULT_PRIOR, FloatArray, IntArray, index_arrays, newton_bt
-from .diagnostics import wilson_interval
+from .diagnostics import CONSISTENCY_PRIOR, wilson_interval
 from .resample import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap_interval, task_weights
 
 LEVEL_TOLERANCE = 1e-6  # fitted log-strengths closer than this rank two models level
@@ -276,7 +278,9 @@ def panel_figures(
         stop = min(n_t, first + block)
         wins = panel_wins(panel, first, stop)
         own = task_strengths(wins, prior)
-        steadiness[:, first:stop] = _consistency_per_task(wins, own)
+        steadiness[:, first:stop] = _consistency_per_task(
+            wins, task_strengths(wins, CONSISTENCY_PRIOR)
+        )
         if with_consensus:
             match[:, first:stop], pairs[:, first:stop] = _consensus_per_task(wins, own, prior)
     return PanelFigures(
@@ -311,7 +315,7 @@ def task_consistency(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
-    prior: float = DEFAULT_PRIOR,
+    prior: float = CONSISTENCY_PRIOR,
 ) -> TaskFigure:
     """Per task, the mean fitted P(model beats the one ranked just below it) under the judge's own
     fit, over the models present; averaged over tasks (see the module docstring)."""

@@ -26,9 +26,10 @@ def captions(block: R.JudgeBlock, n_tasks: int) -> dict[str, str]:
     boot = block.bootstrap
     n = len(block.ratings)
     unit = "task" if boot.unit == "task" else "judgment"
+    judged = f"{judged_share(block.design)} " if block.design is not None else ""
     return {
         "rank": (
-            f"Rank range: best = 1 + the number of models the data places above it, worst = "
+            f"{judged}Rank range: best = 1 + the number of models the data places above it, worst = "
             f"{n} - the number it places below it. A model is placed above "
             f"another when the {LEVEL}% {boot.method} interval of their difference excludes 0 "
             f"and an exact sign test over the {n_tasks} tasks agrees "
@@ -115,7 +116,43 @@ def method_sentences(block: R.JudgeBlock, n_tasks: int) -> list[str]:
         out.append(
             f"The shown-first share is not measurable here: {positional.not_measurable_why}."
         )
+    out.extend(design_sentences(block.design))
     out.extend(_calibration_sentences(block.calibration))
+    return out
+
+
+def judged_share(design: R.DesignInfo) -> str:
+    """How many of all possible comparisons were judged, for every leaderboard."""
+    share = 100 * design.judged / max(1, design.possible)
+    return (
+        f"Judged {design.judged:,} of {design.possible:,} possible comparisons (every pair of "
+        f"models on every task): {share:.0f}%."
+    )
+
+
+def design_sentences(design: R.DesignInfo | None) -> list[str]:
+    """The pair design in words: which comparisons were paid for, and for adaptive designs
+    how the rounds chose them and why they stopped."""
+    if design is None:
+        return []
+    out = [f"Pair design: {design.label}. {judged_share(design)}"]
+    if design.label.startswith("random"):
+        out.append(
+            "Each task judged the same number of pairs, drawn so that every model appears about "
+            "equally often and every model is linked to every other (a connected design is all "
+            "Bradley-Terry needs); the intervals resample tasks as for a full design."
+        )
+    if design.label.startswith("adaptive"):
+        out.append(
+            f"A balanced random start, then {design.rounds} round(s): after each, the ranking "
+            "above (same fit, floors and sign test) was fitted again and the next round's pairs "
+            "went to neighbouring models whose difference interval still contained 0 and that "
+            "the remaining tasks could still separate, on tasks not yet judged for that pair. "
+            + (f"It stopped because {design.stopped}. " if design.stopped else "")
+            + "Every round's choice and reason is in the run's designs.jsonl. The intervals "
+            "resample tasks as for a full design; benchmarks/bench_design.py measures their "
+            "coverage under this allocation."
+        )
     return out
 
 

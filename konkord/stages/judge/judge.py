@@ -20,6 +20,7 @@ from konkord.evidence.stopping import one_writer
 from konkord.evidence.verdicts import load_verdicts
 from konkord.providers.families import check_judge_independence
 from konkord.providers.llm import ModelClient
+from konkord.stages.judge.design import choose_round, design_summary, ranking_fit, record_start
 from konkord.stages.judge.judge_call import JudgeItem as JudgeItem
 from konkord.stages.judge.judge_call import ask_judge, judge_settings
 from konkord.stages.judge.judge_call import judge_messages as judge_messages
@@ -95,7 +96,11 @@ async def judge_run(
     api_base: str | None = None,
     only: Callable[[JudgeItem], bool] | None = None,
 ) -> JudgeSummary:
-    """Judge every pair with answers, in both orders, by each judge; skip what is recorded.
+    """Judge every pair the run's design owes, in both orders, by each judge; skip what is
+    recorded. Under an adaptive design, round after round: after each, the first judge's
+    ranking chooses the next round (`konkord.stages.judge.design`), until the budget is spent
+    or every neighbouring pair is separated or out of reach. A round with calls still owed
+    (--max-cost, Ctrl-C, failures) ends the command; a rerun continues it.
 
     `only` limits the calls to the items it accepts (a cascade's strong judge sees the
     escalated pairs alone).
@@ -103,6 +108,36 @@ async def judge_run(
     Refuses before any call: no judge, a judge sharing a provider family with any model of the
     run, or verdicts of a judge made under another prompt. `api_base` defaults to the run's."""
     judges = tuple(dict.fromkeys(judges or spec.judges))
+    log = EvidenceLog(spec.run_dir)
+    preflight(spec, judges)
+    record_start(spec, log)
+    summary = await _judge_pass(
+        spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
+    )
+    fhash = summary.frame_hash
+    while only is None and not any(missing_verdicts(spec, j) for j in judges):
+        if choose_round(spec, log, ranking_fit(spec, log, judges[0], fhash)) is None:
+            break
+        summary = summary.merged(
+            await _judge_pass(
+                spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
+            )
+        )
+    summary.design = design_summary(spec, log)
+    return summary
+
+
+async def _judge_pass(
+    spec: RunSpec,
+    judges: tuple[str, ...],
+    client: ModelClient | None,
+    concurrency: int,
+    max_tokens: int,
+    on_progress: ProgressCallback | None,
+    api_base: str | None,
+    only: Callable[[JudgeItem], bool] | None,
+) -> JudgeSummary:
+    """One pass over what the design owes now."""
     log = EvidenceLog(spec.run_dir)
     system_prompt = compose_system_prompt(spec.suite)
     fhash = frame_hash(system_prompt)

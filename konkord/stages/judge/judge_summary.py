@@ -55,6 +55,23 @@ class JudgeSummary:
     tallies: dict[str, JudgeTally] = field(default_factory=dict)
     skipped_pairs: int = 0  # task pairs not judged because an answer is missing or failed
     notes: list[str] = field(default_factory=list)
+    design: str | None = None  # the pair design and its rounds, when not `all`
+
+    def merged(self, later: JudgeSummary) -> JudgeSummary:
+        """This pass followed by a later one (an adaptive round): calls and costs add up, the
+        consistency is the later pass's (it covers every pair judged so far)."""
+        for judge, tally in later.tallies.items():
+            first = self.tallies.get(judge)
+            if first is not None:
+                tally.already_recorded = first.already_recorded
+                tally.judged += first.judged
+                tally.cached += first.cached
+                tally.failed += first.failed
+                tally.cost_usd += first.cost_usd
+                tally.unknown_price |= first.unknown_price
+                tally.failures = first.failures + tally.failures
+        later.notes = list(dict.fromkeys(self.notes + later.notes))
+        return later
 
     @property
     def failed(self) -> int:
@@ -103,4 +120,6 @@ def summary_lines(summary: JudgeSummary) -> list[str]:
                 f"{a} vs {b}: {n} of {m}" for a, b, n, m in tally.most_flipped
             )
             lines.append(f"  most flips: {flips}")
+    if summary.design:
+        lines.append(summary.design)
     return lines

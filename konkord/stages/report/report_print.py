@@ -140,6 +140,14 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     _anchored(console, block)
 
 
+def clipped_text(clipped: int, resamples: int) -> str:
+    """The share of anchored resamples whose corrected pair scores had to be clipped."""
+    return (
+        f"clipped resamples: {clipped} of {resamples} ({clipped / resamples:.1%}) had a "
+        "corrected pair score outside 0..its comparisons, clipped to the nearest possible one"
+    )
+
+
 def _style(console: Console, block: JudgeBlock) -> None:
     """The style-controlled ranking after the plain one, and a line per coefficient."""
     style = block.style
@@ -186,6 +194,8 @@ def _anchored(console: Console, block: JudgeBlock) -> None:
         )
         console.print(f"    {ranks:>5}  {row.model}  {_interval(row.win_rate_vs_field)}",
                       markup=False)
+    if a.resamples:
+        console.print(f"  {clipped_text(a.clipped_resamples, a.resamples)}", markup=False)
     for text in a.disagreements:
         console.print(f"  - {text}", markup=False)
     if a.holdout is not None:

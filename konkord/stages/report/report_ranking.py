@@ -25,7 +25,7 @@ DISCONNECTED_HANDLING = (
 
 def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
     """Why two neighbours are not ordered, in words that are literally true of this run."""
-    from konkord.stats.ranking import about_tasks
+    from konkord.stats.ranking import planned_tasks_text
 
     if sep.interval_excludes_zero and sep.sign_p is not None:
         text = (
@@ -36,11 +36,9 @@ def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
         text = (
             f"{upper} and {lower} are not separated: the interval of their difference contains 0."
         )
-    if sep.tasks_needed is not None and not sep.interval_excludes_zero:
-        text += (
-            f" At the gap observed, {about_tasks(sep.tasks_needed)} tasks would separate them "
-            f"(this run has {n_tasks})."
-        )
+    if not sep.interval_excludes_zero:
+        plan = planned_tasks_text(sep)
+        text += f" This run has {n_tasks} tasks; {plan}"
     return text
 
 
@@ -208,6 +206,7 @@ def judge_block(
         claims=claims,
         diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
         by_turn=turn_lines(models, done) if any(t.multi_turn for t in spec.suite.tasks) else [],
+        design=_design_info(spec, log, done, len(task_ids)),
         bootstrap=R.BootstrapInfo(
             unit=options.unit,
             resamples=options.resamples,
@@ -218,6 +217,23 @@ def judge_block(
             disconnected_resamples=boot.n_disconnected,
             disconnected_handling=DISCONNECTED_HANDLING,
         ),
+    )
+
+
+def _design_info(
+    spec: RunSpec, log: EvidenceLog, done: list[CombinedVerdict], n_tasks: int
+) -> R.DesignInfo:
+    """The run's pair design and how many of all possible task pairs were judged."""
+    from konkord.stages.judge.design import rounds
+
+    recorded = rounds(spec, log) if spec.design.kind == "adaptive" else []
+    m = len(spec.models)
+    return R.DesignInfo(
+        label=spec.design.label,
+        judged=len({(c.task_id, c.model_a, c.model_b) for c in done}),
+        possible=n_tasks * m * (m - 1) // 2,
+        rounds=max(0, len(recorded) - 1),
+        stopped=recorded[-1].get("stop") if recorded else None,
     )
 
 
@@ -252,7 +268,7 @@ def _diagnostics(
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
     cycles = stats.cycle_rate(comp)
-    consistency = stats.consistency(point.log_strength)
+    consistency = stats.consistency_of_wins(stats.win_matrix(comp))
     n_pairs_expected = 0
     judged_ids = spec.suite.judged_ids()  # a conversation is judged turn by turn
     judged = set(judged_ids)
