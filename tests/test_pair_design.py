@@ -50,7 +50,7 @@ def test_next_round_goes_to_open_neighbours_on_unjudged_tasks() -> None:
     order = np.array([0, 1, 2])
     supported = np.zeros((m, m), dtype=bool)
     supported[1, 2] = True  # 1 above 2 is settled
-    low, high = np.full((m, m), -0.1), np.full((m, m), 0.5)
+    low, high = np.full((m, m), -0.05), np.full((m, m), 0.5)
     judged = np.zeros((t, m, m), dtype=bool)
     judged[:4, 0, 1] = True
     choice = next_round(order, supported, low, high, judged, pairs_left=100, round_pairs=5, seed=0)
@@ -58,6 +58,9 @@ def test_next_round_goes_to_open_neighbours_on_unjudged_tasks() -> None:
     assert {(int(i), int(j)) for _, i, j in choice.design} == {(0, 1)}
     assert len(choice.design) == 5 and not judged[choice.design[:, 0], 0, 1].any()
     assert [c.status for c in choice.pairs] == ["separated", "open"]
+    wide = next_round(order, supported, low - 0.5, high + 0.5, judged, 100, 5, seed=0)
+    assert wide.stop and wide.pairs[0].status == "out of reach"
+    assert "at all 10 tasks, more than 1 x the gap" in wide.pairs[0].reason
     spent = next_round(order, supported, low, high, judged, pairs_left=0, round_pairs=5, seed=0)
     assert spent.stop == "the budget is spent"
     judged[:, 0, 1] = True
