@@ -190,3 +190,28 @@ def test_a_dry_run_plans_the_rounds_and_their_cap_and_writes_nothing(project: Pa
     assert "design random: 3 pairs per task (seed 0): 36 calls in one round" in random.output
     everything = CliRunner().invoke(cli, command)
     assert "design all: every pair on every task" in everything.output
+
+
+def test_the_design_in_runs_json_is_judged_and_a_different_flag_is_refused(project: Path) -> None:
+    (project / "s.yaml").write_text(_suite(4))
+    runs = {
+        "runs": [
+            {
+                "name": "s",
+                "suite": "s.yaml",
+                "models": MODELS.split(","),
+                "judges": ["sim-judge/referee"],
+                "design": {"random": {"k": 1, "seed": 5}},
+            }
+        ]
+    }
+    (project / "runs.json").write_text(json.dumps(runs, indent=2))
+    made = CliRunner().invoke(cli, ["run", "--run", "s"])
+    assert made.exit_code == 0, made.output
+    other = CliRunner().invoke(cli, ["judge", "--run", "s", "--design", "random:2"])
+    assert other.exit_code == 2
+    assert 'set "design" there instead' in other.output
+    judged = CliRunner().invoke(cli, ["judge", "--run", "s"])
+    assert judged.exit_code == 0, judged.output
+    assert "design random: 1 pairs per task (seed 5): 4 of 40 task pairs (10%)" in judged.output
+    assert len(_lines(project / "runs/s/verdicts.jsonl")) == 8
