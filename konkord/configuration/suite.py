@@ -398,15 +398,20 @@ def tests_problems(path: Path | str, suite: Suite) -> list[str]:
     path = Path(path)
     located: Located | None = None
     problems = []
+    given: list[tuple[str, Loc]] = []
     for index, task in enumerate(suite.tasks):
-        if not task.tests:
-            continue
+        if task.turns:  # a conversation's tests are its turns' own
+            for k, turn in enumerate(task.turns):
+                if turn.tests:
+                    given.append((turn.tests, ("tasks", index, "turns", k, "tests")))
+        elif task.tests:
+            given.append((task.tests, ("tasks", index, "tests")))
+    for tests, loc in given:
         try:
-            compile(task.tests, "tests.py", "exec")
+            compile(tests, "tests.py", "exec")
         except SyntaxError as exc:
             if located is None:
                 located = load_yaml(path)
-            loc: Loc = ("tasks", index, "tests")
             line = located.line_of(loc)
             text = path.read_text(encoding="utf-8").splitlines()
             header = text[line - 1].split(":", 1)[-1] if line <= len(text) else ""
