@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument("--tie-rate", type=float, default=0.1)
     parser.add_argument("--start", type=float, default=0.7, help="the adaptive start's share")
     parser.add_argument("--window", type=int, default=1, help="ranks apart a pair may be")
-    parser.add_argument("--reach", type=float, default=2.0, help="out of reach past this")
+    parser.add_argument("--reach", type=float, default=1.0, help="out of reach past this")
     args = parser.parse_args()
     m, t = args.models, args.tasks
     n_pairs = m * (m - 1) // 2

@@ -116,3 +116,19 @@ def test_a_later_batch_run_collects_an_open_batch_even_with_nothing_left_to_ask(
     collected_batches = [r for r in log.records("batches") if r["status"] == "collected"]
     assert len(collected_batches) == len(server.batch_creates) >= 1  # nothing submitted again
     assert len(server.requests) == sum(r["requests"] for r in collected_batches)
+
+
+def test_a_live_cascade_after_a_killed_batch_calls_nothing_while_the_batch_runs(
+    project: Path, server: BatchServer
+) -> None:
+    import json
+
+    write_answers(resolve_run("demo"))
+    kill_once_submitted(project, server, ["judge", "--run", "demo"])
+    runs = json.loads((project / "runs.json").read_text())
+    runs["runs"][0]["cascade"] = {"first_pass": "openai/first-pass", "accept_at": 0.8}
+    (project / "runs.json").write_text(json.dumps(runs))
+    cascade = CliRunner().invoke(cli, ["judge", "--run", "demo"])
+    assert cascade.exit_code == 2, cascade.output
+    assert "submitted by an earlier --batch run) is still " in cascade.output
+    assert server.requests == []

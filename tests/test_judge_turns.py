@@ -69,8 +69,8 @@ def test_a_verdict_per_turn_on_both_conversations_in_both_orders(
     verdicts = EvidenceLog("runs/talk").records("verdicts")
     keys = sorted({(r["task_id"], r["order"]) for r in verdicts})
     assert keys == [
-        ("plain", "ab"), ("plain", "ba"), ("poem#t1", "ab"), ("poem#t1", "ba"),
-        ("poem#t2", "ab"), ("poem#t2", "ba"),
+        ("plain", "ab"), ("plain", "ba"), ("poem-t1", "ab"), ("poem-t1", "ba"),
+        ("poem-t2", "ab"), ("poem-t2", "ba"),
     ]  # fmt: skip
     before = len(openai_server.requests)
     assert runner.invoke(cli, ["judge", "--run", "talk"]).exit_code == 0
@@ -94,6 +94,6 @@ def test_turns_are_comparisons_within_their_task_for_the_bootstrap() -> None:
     index = task_clusters(["poem", "plain"])
     assert index[unit_id("poem", 2)] == index["poem"] == 0
     assert index["plain"] == 1
-    assert split_unit("poem#t2") == ("poem", 2) and split_unit("plain") == ("plain", None)
+    assert split_unit("poem-t2") == ("poem", 2) and split_unit("plain") == ("plain", None)
     with pytest.raises(KeyError):
-        index["other#t1"]
+        index["other-t1"]

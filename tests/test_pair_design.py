@@ -50,7 +50,7 @@ def test_next_round_goes_to_open_neighbours_on_unjudged_tasks() -> None:
     order = np.array([0, 1, 2])
     supported = np.zeros((m, m), dtype=bool)
     supported[1, 2] = True  # 1 above 2 is settled
-    low, high = np.full((m, m), -0.1), np.full((m, m), 0.5)
+    low, high = np.full((m, m), -0.05), np.full((m, m), 0.5)
     judged = np.zeros((t, m, m), dtype=bool)
     judged[:4, 0, 1] = True
     choice = next_round(order, supported, low, high, judged, pairs_left=100, round_pairs=5, seed=0)
@@ -58,6 +58,9 @@ def test_next_round_goes_to_open_neighbours_on_unjudged_tasks() -> None:
     assert {(int(i), int(j)) for _, i, j in choice.design} == {(0, 1)}
     assert len(choice.design) == 5 and not judged[choice.design[:, 0], 0, 1].any()
     assert [c.status for c in choice.pairs] == ["separated", "open"]
+    wide = next_round(order, supported, low - 0.5, high + 0.5, judged, 100, 5, seed=0)
+    assert wide.stop and wide.pairs[0].status == "out of reach"
+    assert "at all 10 tasks, more than 1 x the gap" in wide.pairs[0].reason
     spent = next_round(order, supported, low, high, judged, pairs_left=0, round_pairs=5, seed=0)
     assert spent.stop == "the budget is spent"
     judged[:, 0, 1] = True
@@ -170,3 +173,45 @@ def test_an_adaptive_design_killed_mid_round_continues_the_same_design(project: 
     )
     assert len(_lines(verdicts)) == len(judged)  # nothing paid twice
     assert "adaptive round(s); stopped:" in again.output
+
+
+def test_a_dry_run_plans_the_rounds_and_their_cap_and_writes_nothing(project: Path) -> None:
+    _run(project, 6)
+    command = ["judge", "--run", "s", "--judge", "sim-judge/referee", "--dry-run"]
+    result = CliRunner().invoke(cli, [*command, "--design", "adaptive:40"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "design adaptive: a budget of 40 judge calls (seed 0): 24 calls in the rounds chosen so "
+        "far; each later round up to 4 calls, at most 40 calls across all rounds"
+    ) in result.output
+    assert not (project / "runs/s/designs.jsonl").exists()
+    assert not (project / "runs/s/verdicts.jsonl").exists()
+    random = CliRunner().invoke(cli, [*command, "--design", "random:3"])
+    assert "design random: 3 pairs per task (seed 0): 36 calls in one round" in random.output
+    everything = CliRunner().invoke(cli, command)
+    assert "design all: every pair on every task" in everything.output
+
+
+def test_the_design_in_runs_json_is_judged_and_a_different_flag_is_refused(project: Path) -> None:
+    (project / "s.yaml").write_text(_suite(4))
+    runs = {
+        "runs": [
+            {
+                "name": "s",
+                "suite": "s.yaml",
+                "models": MODELS.split(","),
+                "judges": ["sim-judge/referee"],
+                "design": {"random": {"k": 1, "seed": 5}},
+            }
+        ]
+    }
+    (project / "runs.json").write_text(json.dumps(runs, indent=2))
+    made = CliRunner().invoke(cli, ["run", "--run", "s"])
+    assert made.exit_code == 0, made.output
+    other = CliRunner().invoke(cli, ["judge", "--run", "s", "--design", "random:2"])
+    assert other.exit_code == 2
+    assert 'set "design" there instead' in other.output
+    judged = CliRunner().invoke(cli, ["judge", "--run", "s"])
+    assert judged.exit_code == 0, judged.output
+    assert "design random: 1 pairs per task (seed 5): 4 of 40 task pairs (10%)" in judged.output
+    assert len(_lines(project / "runs/s/verdicts.jsonl")) == 8

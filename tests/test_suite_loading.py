@@ -272,3 +272,19 @@ def test_a_conversation_loads_with_each_turns_own_ground_truth(tmp_path: Path) -
     assert plain.conversation()[0].prompt == "One question."
     # a dump reads back as the same task (the import and results files round-trip suites)
     assert type(code).model_validate(code.model_dump(exclude_defaults=True)) == code
+
+
+def test_validate_names_the_turn_whose_tests_do_not_compile(tmp_path: Path) -> None:
+    suite = tmp_path / "talk.yaml"
+    suite.write_text(
+        "name: talk\nrubric: Correct code wins.\ntasks:\n"
+        "  - id: code\n    checks: [tests]\n    turns:\n"
+        "      - prompt: Write add.\n        tests: assert add(1, 2) == 3\n"
+        "      - prompt: Now sub.\n        tests: |\n          assert sub(3, 1) == 2\n"
+        "          assert sub(1 == 0\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", str(suite)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {suite}:12: tasks[0].turns[1].tests do not compile: '(' was never closed"
+    ]

@@ -97,6 +97,13 @@ def run_cascade(
         f"confidence from {plan.confidence})",
         err=True,
     )
+    from konkord.commands.large_run_options import batch_status
+    from konkord.providers.door import settle_open_batches
+    from konkord.providers.llm import ModelClient
+
+    client = ModelClient(concurrency=concurrency, prices=spec.prices)
+    # a batch an earlier `judge --batch` left open is collected, never paid for again
+    settle_open_batches(client, spec, (plan.first_pass, plan.strong), batch_status)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=Console(stderr=True)) as progress:
         phases: list[TaskID] = []
@@ -112,7 +119,7 @@ def run_cascade(
             cascade_run(
                 spec,
                 plan,
-                None,
+                client,
                 concurrency=concurrency,
                 max_tokens=max_tokens,
                 on_progress=on_progress,

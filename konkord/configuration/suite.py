@@ -197,20 +197,36 @@ class Suite(BaseModel):
     def _tasks(cls, value: tuple[Task, ...]) -> tuple[Task, ...]:
         if not value:
             raise ValueError("must list at least one task")
+        from konkord.configuration.turns import unit_id
+
+        ids = {task.id for task in value}
+        for task in value:
+            for turn in range(1, len(task.turns) + 1 if task.multi_turn else 1):
+                if unit_id(task.id, turn) in ids:
+                    raise ValueError(
+                        f'has a task "{unit_id(task.id, turn)}", the id turn {turn} of the '
+                        f'conversation "{task.id}" is judged under; rename one of them'
+                    )
         return value
 
     def task(self, task_id: str) -> Task:
-        """The task with this id; a KeyError names the suite when it is missing."""
+        """The task with this id, or a conversation's turn under its judged id ("poem-t2");
+        a KeyError names the suite when it is missing."""
+        from konkord.configuration.turns import split_unit
+
+        base, turn = split_unit(task_id)
         for task in self.tasks:
             if task.id == task_id:
                 return task
+            if turn is not None and task.id == base and 1 <= turn <= len(task.turns):
+                return task.turn_task(turn)
         raise KeyError(f"suite {self.name!r} has no task {task_id!r}")
 
-    def judged_ids(self) -> list[str]:
-        """The ids verdicts are given under, in order: a task's own, or each turn's of a
-        conversation (`Task.turn_task`)."""
+    def judged_tasks(self) -> list[Task]:
+        """The tasks verdicts, labels and checks are given under, in order: a task itself, or
+        each turn of a conversation (`Task.turn_task`)."""
         return [
-            unit.id
+            unit
             for task in self.tasks
             for unit in (
                 [task.turn_task(k) for k in range(1, len(task.turns) + 1)]
@@ -218,6 +234,11 @@ class Suite(BaseModel):
                 else [task]
             )
         ]
+
+    def judged_ids(self) -> list[str]:
+        """The ids verdicts are given under, in order: a task's own, or each turn's of a
+        conversation (`Task.turn_task`)."""
+        return [unit.id for unit in self.judged_tasks()]
 
     def rubric_hash(self) -> str:
         """A short hash of the rubric, so drift between runs can be named precisely."""
@@ -377,15 +398,20 @@ def tests_problems(path: Path | str, suite: Suite) -> list[str]:
     path = Path(path)
     located: Located | None = None
     problems = []
+    given: list[tuple[str, Loc]] = []
     for index, task in enumerate(suite.tasks):
-        if not task.tests:
-            continue
+        if task.turns:  # a conversation's tests are its turns' own
+            for k, turn in enumerate(task.turns):
+                if turn.tests:
+                    given.append((turn.tests, ("tasks", index, "turns", k, "tests")))
+        elif task.tests:
+            given.append((task.tests, ("tasks", index, "tests")))
+    for tests, loc in given:
         try:
-            compile(task.tests, "tests.py", "exec")
+            compile(tests, "tests.py", "exec")
         except SyntaxError as exc:
             if located is None:
                 located = load_yaml(path)
-            loc: Loc = ("tasks", index, "tests")
             line = located.line_of(loc)
             text = path.read_text(encoding="utf-8").splitlines()
             header = text[line - 1].split(":", 1)[-1] if line <= len(text) else ""

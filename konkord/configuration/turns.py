@@ -58,14 +58,14 @@ def check_turns(path: Path, located: Located) -> None:
 
 
 def unit_id(task_id: str, turn: int) -> str:
-    """The id a conversation's turn is judged, labelled and checked under ("poem#t2"): '#' is
-    no slug character, so it never names a task of its own."""
-    return f"{task_id}#t{turn}"
+    """The id a conversation's turn is judged, labelled and checked under ("poem-t2", as the
+    MT-Bench import names its turns); a suite whose own task ids collide is refused."""
+    return f"{task_id}-t{turn}"
 
 
 def split_unit(unit: str) -> tuple[str, int | None]:
     """(task id, turn) of a judged id; turn None for a single-turn task's own id."""
-    base, mark, turn = unit.rpartition("#t")
+    base, mark, turn = unit.rpartition("-t")
     if mark and turn.isdigit():
         return base, int(turn)
     return unit, None

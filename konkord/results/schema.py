@@ -50,6 +50,7 @@ from konkord.results.tasks import (
     PassRate,
     TaskFiles,
     TaskView,
+    TurnLine,
 )
 
 # The schema is split by what it describes (base, judging, style, tasks);
@@ -104,6 +105,7 @@ __all__ = [
     "TaskFiles",
     "TaskMean",
     "TaskView",
+    "TurnLine",
     "json_schema",
     "read_results",
     "write_results",
@@ -224,6 +226,9 @@ class JudgeBlock(Strict):
     style: StyleControl | None = Field(
         default=None,
         description="The style-controlled ranking and coefficients; None when switched off.",
+    )
+    by_turn: list[TurnLine] = Field(
+        default=[], description="Win rates per turn of the suite's conversations (if any)."
     )
     design: DesignInfo | None = Field(
         default=None, description="The pair design and how many of all comparisons it judged."

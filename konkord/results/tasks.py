@@ -82,8 +82,27 @@ class ComparisonView(Strict):
     cascade: CascadePair | None = None
 
 
+class TurnLine(Strict):
+    """One turn of a suite's conversations: each model's share of its comparisons won (a tie
+    half), both orders combined, under the one judge."""
+
+    turn: int
+    pairs: int
+    win_rate: dict[str, float | None]
+
+
+class EarlierTurn(Strict):
+    """A turn of a conversation before the one a task page shows: the user's message and
+    each model's own reply to it."""
+
+    turn: int
+    prompt: str
+    replies: dict[str, str | None] = Field(description="model -> its reply to this turn")
+
+
 class TaskView(Strict):
-    """One task with every answer and every comparison, for the per-task page."""
+    """One task with every answer and every comparison, for the per-task page; a
+    conversation's turn ("poem-t2") carries the turns before it."""
 
     id: str
     prompt: str
@@ -93,6 +112,8 @@ class TaskView(Strict):
     )
     answers: list[AnswerView]
     comparisons: list[ComparisonView]
+    turn: int | None = Field(default=None, description="The turn judged, for a conversation.")
+    earlier: list[EarlierTurn] = []
 
 
 class TaskFiles(Strict):

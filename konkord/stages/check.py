@@ -99,7 +99,7 @@ def _items(spec: RunSpec, log: EvidenceLog) -> tuple[list[CheckItem], int]:
     answers = current_answers(log, spec.suite, spec.settings)
     items: list[CheckItem] = []
     missing = 0
-    for task in spec.suite.tasks:
+    for task in spec.suite.judged_tasks():  # a conversation's turns each with their tests
         if not task.checks:
             continue
         for model in spec.models:
@@ -246,10 +246,11 @@ def check_pass_rates(
     """Per-model pass rates of every declared check, with task-bootstrap intervals (report)."""
     results = current_check_results(spec)
     model_index = {model: m for m, model in enumerate(spec.models)}
-    declared = sorted({check for task in spec.suite.tasks for check in task.checks})
+    units = spec.suite.judged_tasks()  # a conversation's turns are checked one by one
+    declared = sorted({check for task in units for check in task.checks})
     out: dict[str, tuple[PassRate, ...]] = {}
     for check in declared:
-        tasks = [t for t in spec.suite.tasks if check in t.checks]
+        tasks = [t for t in units if check in t.checks]
         rows = {task.id: r for r, task in enumerate(tasks)}
         outcome = np.full((len(tasks), len(spec.models)), np.nan)
         for (task_id, model, name), record in results.items():

@@ -67,7 +67,7 @@ def current_answers(
 ) -> dict[tuple[str, str], Record]:
     """The current answer record per (task, model), for the current prompt and settings; for
     a conversation, its first turn's under the task's id, and every turn's under its judged id
-    (`konkord.configuration.turns.unit_id`: "poem#t2"), as `current_conversations` chains them.
+    (`konkord.configuration.turns.unit_id`: "poem-t2"), as `current_conversations` chains them.
 
     The latest good answer wins; a failure counts only when there is no good answer, so a
     regeneration (`--force`) that fails does not throw away an answer already paid for.

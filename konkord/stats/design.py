@@ -117,7 +117,7 @@ def next_round(
     pairs_left: int,
     round_pairs: int,
     seed: int,
-    reach: float = 2.0,
+    reach: float = 1.0,
     window: int = 1,
 ) -> RoundChoice:
     """The adaptive step: the next round's (task, pair) rows and each neighbour's reason.
@@ -157,8 +157,8 @@ def next_round(
                 PairChoice(
                     up, low, "out of reach",
                     f"interval [{lo:.2f}, {hi:.2f}] would stay about "
-                    f"{half * np.sqrt(direct / n_tasks):.2f} wide at all {n_tasks} tasks, "
-                    f"over {reach:g} times the gap {abs(gap):.2f}",
+                    f"{half * np.sqrt(direct / n_tasks):.2f} wide (half) at all {n_tasks} tasks, "
+                    f"more than {reach:g} x the gap {abs(gap):.2f}",
                 )
             )  # fmt: skip
             continue

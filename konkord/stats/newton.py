@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg.lapack import dposv
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .pairs import (
     CHUNK_ELEMENTS,
@@ -33,6 +33,13 @@ DEFAULT_TOL = 1e-9
 DEFAULT_MAX_ITER = 100
 _MAX_HALVINGS = 30
 _single_blas_depth = 0  # single_threaded_blas() blocks in force
+_controllers: list[ThreadpoolController] = []  # found once: the search takes 40 ms
+
+
+def _controller() -> ThreadpoolController:
+    if not _controllers:
+        _controllers.append(ThreadpoolController())
+    return _controllers[0]
 
 
 @contextmanager
@@ -48,7 +55,7 @@ def single_threaded_blas() -> Iterator[None]:
     if _single_blas_depth:
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _controller().limit(limits=1, user_api="blas"):
         _single_blas_depth += 1
         try:
             yield

@@ -161,19 +161,30 @@ def design_summary(spec: RunSpec, log: EvidenceLog) -> str | None:
     return line
 
 
+def _known(tasks: dict[str, int], task_id: str) -> bool:
+    """Whether a verdict's task id is one of the suite's tasks or a turn of one."""
+    try:
+        tasks[task_id]
+    except KeyError:
+        return False
+    return True
+
+
 def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
     """The report's fit of one judge's verdicts (task bootstrap, floors and sign test), for
     `choose_round`: None while the comparisons are not connected."""
     from konkord import stats
+    from konkord.configuration.turns import task_clusters
     from konkord.evidence.verdicts import combine_verdicts, load_verdicts
     from konkord.stats.gate import gate
 
     def fit() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         models = {name: k for k, name in enumerate(spec.models)}
-        tasks = {t.id: k for k, t in enumerate(spec.suite.tasks)}
+        tasks = task_clusters([t.id for t in spec.suite.tasks])  # a turn counts for its task
         done = [
             c for c in combine_verdicts(load_verdicts(log, judge, fhash))
-            if c.complete and c.model_a in models and c.model_b in models and c.task_id in tasks
+            if c.complete and c.model_a in models and c.model_b in models
+            and _known(tasks, c.task_id)
         ]  # fmt: skip
         if not done:
             return None

@@ -23,6 +23,7 @@ from markdown_it import MarkdownIt
 
 from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.configuration.suite import Suite
+from konkord.configuration.turns import split_unit, unit_id
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.stages.label.labels import current_labels, record_label, undo_last_label
 from konkord.stages.label.sample import Choice, Comparison, LabelQueue, QueueItem, label_queue
@@ -158,7 +159,7 @@ def load_session(config: LabelConfig) -> Session:
     spec = resolve_run(config.run)
     log = EvidenceLog(spec.run_dir)
     answers = current_answers(log, spec.suite, spec.settings)
-    pool = comparison_pool(answers, [t.id for t in spec.suite.tasks], spec.models)
+    pool = comparison_pool(answers, spec.suite.judged_ids(), spec.models)  # a conversation: its turns
     return Session(
         config=config,
         spec=spec,
@@ -271,8 +272,12 @@ def show_item(session: Session, item: QueueItem) -> None:
     """The task and the two answers side by side, as Answer 1 and Answer 2."""
     suite = session.spec.suite
     task = suite.task(item.comparison.task_id)
+    earlier = earlier_turns(suite, task.id)
+    for unit, prompt in earlier:
+        show_earlier_turn(session, item, unit, prompt)
     with st.container(key="prompt", border=True):
-        task_line = f'<div class="konkord-task">Task {html.escape(task.id)}</div>'
+        turn = f", turn {len(earlier) + 1}: the turn to judge" if earlier else ""
+        task_line = f'<div class="konkord-task">Task {html.escape(task.id)}{turn}</div>'
         st.html(task_line + safe_markdown_html(task.prompt))
     left, right = st.columns(2, gap="medium")
     for column, number, model in ((left, 1, item.shown_first), (right, 2, item.shown_second)):
@@ -281,6 +286,35 @@ def show_item(session: Session, item: QueueItem) -> None:
             with st.container(key=f"answer_{number}", border=True, height=300):
                 answer = session.answers[(task.id, model)]
                 show_answer(str(answer["text"]), suite.answer_language)
+
+
+def earlier_turns(suite: Suite, task_id: str) -> list[tuple[str, str]]:
+    """(judged id, user message) of each turn before this one of a conversation; none for a
+    task of one prompt or a conversation's first turn."""
+    base, turn = split_unit(task_id)
+    whole = next((t for t in suite.tasks if t.id == base and t.multi_turn), None)
+    if turn is None or whole is None:
+        return []
+    return [(unit_id(base, k), whole.turns[k - 1].prompt) for k in range(1, turn)]
+
+
+def show_earlier_turn(session: Session, item: QueueItem, unit: str, prompt: str) -> None:
+    """An earlier turn: the user's message, then each side's own reply, in the same columns as
+    the answers to judge (Answer 1 on the left), so each conversation reads top to bottom."""
+    turn = split_unit(unit)[1]
+    with st.container(key=f"earlier_{turn}", border=True):
+        st.html(
+            f'<div class="konkord-task">Turn {turn}: the user wrote</div>'
+            + safe_markdown_html(prompt)
+        )
+    left, right = st.columns(2, gap="medium")
+    for column, number, model in ((left, 1, item.shown_first), (right, 2, item.shown_second)):
+        with column:
+            st.caption(f"Answer {number}'s conversation: its reply to turn {turn}")
+            with st.container(key=f"earlier_{turn}_{number}", border=True, height=200):
+                record = session.answers.get((unit, model))
+                text = None if record is None else record.get("text")
+                show_answer(str(text) if text is not None else "(no reply)", session.spec.suite.answer_language)
 
 
 def show_finished(session: Session, queue: LabelQueue) -> None:

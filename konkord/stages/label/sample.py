@@ -118,7 +118,7 @@ def pool_for_run(spec: RunSpec, log: EvidenceLog) -> list[Comparison]:
     from konkord.stages.run import current_answers
 
     answers = current_answers(log, spec.suite, spec.settings)
-    return comparison_pool(answers, [t.id for t in spec.suite.tasks], spec.models)
+    return comparison_pool(answers, spec.suite.judged_ids(), spec.models)
 
 
 def _rotated(pair_rank: dict[tuple[str, str], int], shift: int) -> Callable[[Comparison], int]:

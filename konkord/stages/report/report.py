@@ -114,7 +114,7 @@ def _anchored(
     from konkord.stages.label.sample import comparison_pool
     from konkord.stages.report.report_anchored import anchored_block
 
-    pool = comparison_pool(answers, [t.id for t in spec.suite.tasks], spec.models)
+    pool = comparison_pool(answers, spec.suite.judged_ids(), spec.models)
     done = [c for c in combined if c.complete]
     return anchored_block(
         spec, block, done, labels, pool, options.resamples, options.seed

@@ -92,6 +92,12 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     console.print(table)
     for claim in block.claims:
         console.print(f"  - {claim.text}")
+    for line in block.by_turn:
+        rates = ", ".join(
+            f"{model} {_pct(rate)}"
+            for model, rate in sorted(line.win_rate.items(), key=lambda kv: -(kv[1] or 0.0))
+        )
+        console.print(f"  turn {line.turn}: won {rates} ({line.pairs} pairs)")
     _style(console, block)
     d = block.diagnostics
     worst = ", ".join(

@@ -48,6 +48,30 @@ def _score(winner: str | None, model_a: str) -> float:
     return 1.0 if winner == model_a else 0.0
 
 
+def turn_lines(models: list[str], done: list[CombinedVerdict]) -> list[R.TurnLine]:
+    """Per turn of the conversations ("poem-t2"), each model's share of comparisons won."""
+    from konkord.configuration.turns import split_unit
+
+    by_turn: dict[int, list[CombinedVerdict]] = {}
+    for c in done:
+        turn = split_unit(c.task_id)[1]
+        if turn is not None:
+            by_turn.setdefault(turn, []).append(c)
+    lines = []
+    for turn, verdicts in sorted(by_turn.items()):
+        won = dict.fromkeys(models, 0.0)
+        played = dict.fromkeys(models, 0)
+        for c in verdicts:
+            score = _score(c.winner, c.model_a)
+            won[c.model_a] += score
+            won[c.model_b] += 1.0 - score
+            played[c.model_a] += 1
+            played[c.model_b] += 1
+        rates = {m: (won[m] / played[m] if played[m] else None) for m in models}
+        lines.append(R.TurnLine(turn=turn, pairs=len(verdicts), win_rate=rates))
+    return lines
+
+
 def judge_block(
     spec: RunSpec,
     log: EvidenceLog,
@@ -181,6 +205,7 @@ def judge_block(
         rank_groups=[[models[k] for k in group] for group in ranking.groups],
         claims=claims,
         diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
+        by_turn=turn_lines(models, done) if any(t.multi_turn for t in spec.suite.tasks) else [],
         design=_design_info(spec, log, done, len(task_ids)),
         bootstrap=R.BootstrapInfo(
             unit=options.unit,

@@ -61,7 +61,7 @@ def task_views(
         for c in combined:
             by_task.setdefault(c.task_id, []).append((judge, c))
     views = []
-    for task in spec.suite.tasks:
+    for task in spec.suite.judged_tasks():
         answer_views = []
         for model in spec.models:
             answer = answers.get((task.id, model))
@@ -133,10 +133,31 @@ def task_views(
                     "tests": task.tests,
                     "answers": answer_views,
                     "comparisons": comparisons,
+                    **_conversation(spec, task.id, answers),
                 }
             )
         )
     return views
+
+
+def _conversation(
+    spec: RunSpec, task_id: str, answers: dict[tuple[str, str], Record]
+) -> dict[str, Any]:
+    """A conversation's turn: which turn, and the turns before it with each model's reply."""
+    from konkord.configuration.turns import split_unit, unit_id
+
+    base, turn = split_unit(task_id)
+    whole = next((t for t in spec.suite.tasks if t.id == base and t.multi_turn), None)
+    if turn is None or whole is None or task_id in {t.id for t in spec.suite.tasks}:
+        return {}
+    earlier = []
+    for k, asked in enumerate(whole.turns[: turn - 1], start=1):
+        replies = {}
+        for model in spec.models:
+            record = answers.get((unit_id(base, k), model))
+            replies[model] = None if record is None else record.get("text")
+        earlier.append({"turn": k, "prompt": asked.prompt, "replies": replies})
+    return {"turn": turn, "earlier": earlier}
 
 
 def pass_rates_block(
@@ -151,7 +172,7 @@ def pass_rates_block(
     from konkord.stats.passrates import pass_rates
 
     models = list(spec.models)
-    task_ids = [t.id for t in spec.suite.tasks]
+    task_ids = spec.suite.judged_ids()
     rows: list[R.PassRate] = []
     for check in sorted({str(k[2]) for k in checks}):
         outcome = np.full((len(task_ids), len(models)), np.nan)

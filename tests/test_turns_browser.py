@@ -1,0 +1,109 @@
+"""A conversation's turn page of the demo (demo-conversations) in Debian's headless Chromium,
+on a plain static server, at a laptop and a phone width: the turns before the judged one with
+each model's own replies, the judged turn marked, the per-turn leaderboard line."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+from konkord.stages.build.build import build_site
+
+CHROMIUM = Path("/usr/bin/chromium")
+RUN = "demo-conversations"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
+    ),
+]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("turns-site")
+    for folder in ("suites", "templates", "content"):
+        shutil.copytree(REPO / folder, root / folder)
+    shutil.copytree(REPO / "runs" / RUN, root / "runs" / RUN)
+    (root / "results").mkdir()
+    shutil.copy(REPO / "results" / f"{RUN}.json", root / "results" / f"{RUN}.json")
+    runs = json.loads((REPO / "runs.json").read_text())
+    runs["runs"] = [r for r in runs["runs"] if r["name"] == RUN]
+    (root / "runs.json").write_text(json.dumps(runs))
+    old = Path.cwd()
+    os.chdir(root)
+    try:
+        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    finally:
+        os.chdir(old)
+    handler = functools.partial(QuietHandler, directory=str(root / "public"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _open(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on(
+        "request",
+        lambda r: not r.url.startswith((base, "data:")) and problems.append(f"outside: {r.url}"),
+    )
+    page.goto(f"{base}{path}")
+    return page, problems
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_second_turn_page_shows_the_conversation_and_marks_the_judged_turn(
+    site: str, browser: Any, width: int, screenshot_dir: Path
+) -> None:
+    page, problems = _open(browser, site, f"/{RUN}/tasks/code-clamp-t2/", width)
+    conversation = page.locator("section.conversation")
+    assert conversation.is_visible()
+    assert "Turn 2 of a conversation" in conversation.inner_text()
+    user = conversation.locator(".user-turn").inner_text()
+    assert "def clamp(value: float, low: float, high: float)" in user and "`" not in user
+    replies = conversation.locator("details summary").all_inner_texts()
+    assert replies == [f"{m}'s reply to turn 1" for m in ("juniper", "kestrel", "larch")]
+    conversation.locator("details summary").first.click()
+    assert "def clamp" in conversation.locator("details").first.inner_text()
+    heading = page.locator("section.prompt-box h3").first.inner_text()
+    assert heading.startswith("Turn 2, the turn judged")
+    assert "ValueError" in page.locator("section.prompt-box").inner_text()  # turn 2's message
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    page.screenshot(path=str(screenshot_dir / f"turn-page-{width}.png"), full_page=True)
+    assert problems == []
+    page.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_leaderboard_has_a_line_per_turn(site: str, browser: Any, width: int) -> None:
+    page, problems = _open(browser, site, f"/{RUN}/", width)
+    lines = page.locator("ul.turn-lines li").all_inner_texts()
+    assert [line.split(" (")[0] for line in lines] == ["Turn 1", "Turn 2"]
+    assert all("juniper" in line and "larch" in line for line in lines)
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0
+    assert problems == []
+    page.close()

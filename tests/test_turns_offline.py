@@ -1,0 +1,70 @@
+"""The example conversation suite through the offline pipeline: each turn checked against its
+own tests, labelled and calibrated under the same ids the judge gave verdicts under."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from konkord.cli import cli
+from konkord.configuration.runspec import resolve_run
+from konkord.configuration.suite import load_suite
+from konkord.evidence.log import EvidenceLog
+from konkord.stages import check
+from konkord.stages.label.simulated import simulate_plan_labels
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "suites" / "conversations.yaml"
+
+
+def test_the_example_suite_has_eight_two_turn_tasks_with_tests_on_both_code_turns() -> None:
+    suite = load_suite(SUITE)
+    assert len(suite.tasks) >= 8 and all(len(task.turns) == 2 for task in suite.tasks)
+    code = [task for task in suite.tasks if "tests" in task.checks]
+    assert len(code) >= 2 and all(turn.tests for task in code for turn in task.turns)
+
+
+def test_checks_run_each_turns_tests_and_labels_share_the_verdict_ids(project: Path) -> None:
+    shutil.copy(SUITE, project / "talk.yaml")
+    run = {
+        "name": "talk", "suite": "talk.yaml",
+        "models": ["sim/atlas:strength=2.0", "sim/cedar:strength=-1.0"],
+        "judges": ["sim-judge/referee:accuracy=0.9,tie_rate=0.1"],
+        "label_plan": {"n": 12, "seed": 0,
+                       "simulated_labellers": [{"name": "sim-ana", "accuracy": 0.9}]},
+    }  # fmt: skip
+    (project / "runs.json").write_text(json.dumps({"runs": [run]}))
+    runner = CliRunner()
+    for command in (["run"], ["judge"], ["check", "--sandbox", "none"]):
+        result = runner.invoke(cli, [*command, "--run", "talk"])
+        assert result.exit_code in (0, 1), result.output  # 1: some answers fail their tests
+    suite = load_suite("talk.yaml")
+    log = EvidenceLog("runs/talk")
+    checked = {(r["task_id"], r["check"]): r for r in log.records("checks")}
+    for turn in (1, 2):
+        unit = suite.task(f"code-clamp-t{turn}")
+        assert unit.tests == suite.task("code-clamp").turns[turn - 1].tests
+        assert checked[(unit.id, "tests")]["tests_sha"] == check.tests_sha(unit)
+    assert check.tests_sha(suite.task("code-clamp-t1")) != check.tests_sha(suite.task("code-clamp-t2"))
+    assert ("code-clamp", "tests") not in checked  # the conversation itself is not a unit
+
+    simulate_plan_labels(resolve_run("talk"))
+    result = runner.invoke(cli, ["calibrate", "--run", "talk"])
+    assert result.exit_code == 0, result.output
+    verdict_ids = {r["task_id"] for r in log.records("verdicts")}
+    label_ids = {r["task_id"] for r in log.records("labels")}
+    assert label_ids and label_ids <= verdict_ids
+    assert {i.rsplit("-t", 1)[1] for i in verdict_ids} == {"1", "2"}
+    assert "turn 1" in result.output and "turn 2" in result.output  # per turn, as Table 5
+
+    assert runner.invoke(cli, ["report", "--run", "talk"]).exit_code == 0
+    block = json.loads(Path("results/talk.json").read_text())["judge_blocks"][0]
+    lines = block["by_turn"]
+    assert [line["turn"] for line in lines] == [1, 2]
+    for line in lines:
+        assert line["pairs"] == 8  # one model pair per task, in each turn
+        rates = list(line["win_rate"].values())
+        assert rates[0] + rates[1] == 1.0  # two models: what one wins the other loses
