@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from konkord.configuration.names import SLUG, slug_problem
 from konkord.configuration.turns import check_turns
-from konkord.configuration.yamlpos import Loc, Located, describe_loc, load_yaml, no_gc
+from konkord.configuration.yamlpos import KIND_WORDS, Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
 KNOWN_CHECKS = ("compiles", "ruff_clean", "mypy_clean", "tests")
@@ -251,15 +251,6 @@ _TYPE_WORDS = {
     "valid dictionary": "mapping of fields",
     "valid string": "text",
 }
-_JSON_TYPES = {
-    "str": "text",
-    "int": "a whole number",
-    "float": "a number",
-    "bool": "true/false",
-    "list": "a list",
-    "dict": "a mapping",
-    "NoneType": "null",
-}
 
 
 def _field_names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
@@ -309,14 +300,14 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
     parsing = {"int_parsing": "a whole number", "float_parsing": "a number", "bool_parsing": "true or false"}
     if kind in parsing:
         got = type(error.get("input")).__name__
-        return f"should be {parsing[kind]}, not {_JSON_TYPES.get(got, got)}"
+        return f"should be {parsing[kind]}, not {KIND_WORDS.get(got, got)}"
     if kind.endswith("_type") or kind in {"model_type", "model_attributes_type"}:
         got = type(error.get("input")).__name__
         for words, plain in _TYPE_WORDS.items():
             if words in msg:
                 msg = f"should be {'a ' if plain in {'list'} else ''}{plain}"
                 break
-        return f"{msg}, not {_JSON_TYPES.get(got, got)}"
+        return f"{msg}, not {KIND_WORDS.get(got, got)}"
     return msg
 
 

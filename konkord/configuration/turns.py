@@ -6,18 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from konkord.configuration.yamlpos import Located
+from konkord.configuration.yamlpos import KIND_WORDS, Located
 from konkord.errors import SuiteError
-
-_KINDS = {
-    "str": "text",
-    "int": "a whole number",
-    "float": "a number",
-    "bool": "true/false",
-    "list": "a list",
-    "dict": "a mapping",
-    "NoneType": "null",
-}
 
 
 def check_turns(path: Path, located: Located) -> None:
@@ -36,7 +26,7 @@ def check_turns(path: Path, located: Located) -> None:
         turns = task["turns"]
         if not isinstance(turns, list) or not turns:
             kind = type(turns).__name__
-            got = "an empty list" if isinstance(turns, list) else _KINDS.get(kind, kind)
+            got = "an empty list" if isinstance(turns, list) else KIND_WORDS.get(kind, kind)
             raise SuiteError(
                 f"{path}:{located.line_of(where)}: {name} should be a list of user messages, "
                 f"not {got}"
@@ -47,7 +37,7 @@ def check_turns(path: Path, located: Located) -> None:
                 raise SuiteError(f"{path}:{line}: {name}[{number}].prompt is required")
             text = turn.get("prompt") if isinstance(turn, dict) else turn
             if not isinstance(text, str):
-                got = _KINDS.get(type(text).__name__, type(text).__name__)
+                got = KIND_WORDS.get(type(text).__name__, type(text).__name__)
                 field = f"{name}[{number}]" + (".prompt" if isinstance(turn, dict) else "")
                 line = located.line_of((*where, number, "prompt")) if isinstance(turn, dict) else line
                 raise SuiteError(

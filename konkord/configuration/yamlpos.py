@@ -25,6 +25,16 @@ MAX_FILE_MB = 100  # a 300,000-task suite is about 45 MB
 MAX_ALIAS_VALUES = 100_000  # values that YAML aliases (*name) may add by repeating an anchor
 MAX_DEPTH = 100  # levels of nesting; suites need four or five
 STR_TAG = "tag:yaml.org,2002:str"
+# A parsed value's Python type named as its writer knows it, for "should be X, not Y".
+KIND_WORDS = {
+    "str": "text",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true/false",
+    "list": "a list",
+    "dict": "a mapping",
+    "NoneType": "null",
+}
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,20 @@ def _disagreement(c: Comparison) -> R.Disagreement:
     )
 
 
+def judge_calibration(
+    spec: RunSpec,
+    log: EvidenceLog,
+    judge: str,
+    combined: list[CombinedVerdict],
+    answers: dict[tuple[str, str], Record],
+    labels: list[Record],
+) -> R.Calibration:
+    """The calibration block for one judge (uncalibrated, never 0% or 100%, without labels)."""
+    if not labels:
+        return R.Calibration(status="uncalibrated")
+    return calibration_block(spec, log, judge, combined, answers, labels)
+
+
 def calibration_block(
     spec: RunSpec,
     log: EvidenceLog,

@@ -6,24 +6,11 @@ from __future__ import annotations
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts
+from konkord.evidence.verdicts import combine_verdicts
 from konkord.results import schema as R
-from konkord.stages.calibrate.calibrate import calibration_block
+from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.current import positional, proportion
 from konkord.stages.decisions import RunDecisions
-
-
-def _calibration(
-    spec: RunSpec,
-    log: EvidenceLog,
-    judge: str,
-    combined: list[CombinedVerdict],
-    answers: dict[tuple[str, str], Record],
-    labels: list[Record],
-) -> R.Calibration:
-    if not labels:
-        return R.Calibration(status="uncalibrated")
-    return calibration_block(spec, log, judge, combined, answers, labels)
 
 
 def _row(
@@ -48,9 +35,9 @@ def _row(
         cascade=cascade.name,
         pairs=len(complete),
         decided=len(mine),
-        calibration=_calibration(spec, log, judge, combined, answers, labels),
+        calibration=judge_calibration(spec, log, judge, combined, answers, labels),
         calibration_decided=(
-            _calibration(spec, log, judge, mine, answers, labels) if role == "first_pass" else None
+            judge_calibration(spec, log, judge, mine, answers, labels) if role == "first_pass" else None
         ),
         flip_rate=proportion(sum(c.flipped for c in complete), len(complete)),
         positional=positional(records),

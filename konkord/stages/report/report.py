@@ -17,7 +17,7 @@ from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, judges_in_log
 from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
-from konkord.stages.calibrate.calibrate import calibration_block
+from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.calibrate.methods import describe
 from konkord.stages.calibrate.route_rows import route_rows
 from konkord.stages.current import (
@@ -86,20 +86,6 @@ def _objective(
     return out
 
 
-def _calibration(
-    spec: RunSpec,
-    log: EvidenceLog,
-    judge: str,
-    combined: list[CombinedVerdict],
-    answers: dict[tuple[str, str], Record],
-    labels: list[Record],
-) -> R.Calibration:
-    """The calibration block for one judge (uncalibrated, never 0% or 100%, without labels)."""
-    if not labels:
-        return R.Calibration(status="uncalibrated")
-    return calibration_block(spec, log, judge, combined, answers, labels)
-
-
 def _anchored(
     spec: RunSpec,
     block: R.JudgeBlock,
@@ -161,7 +147,7 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         combined = combine_verdicts(records)
         combined_by_judge[judge] = combined
         block = judge_block(spec, log, judge, combined, records, answers, options)
-        block.calibration = _calibration(spec, log, judge, combined, answers, labels)
+        block.calibration = judge_calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         describe(block, len(spec.suite.tasks))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
