@@ -164,14 +164,14 @@ MUTATIONS = (
     ),
     Mutation(
         "ranking: plan on the observed gap (no margin)",
-        "konkord/stats/ranking.py",
+        "konkord/stats/planning.py",
         "    planning = gap - planning_margin(power) * se_now",
         "    planning = gap",
         ("tests/test_stats_ranking.py",),
     ),
     Mutation(
         "ranking: no sign-test minimum on the planned tasks",
-        "konkord/stats/ranking.py",
+        "konkord/stats/planning.py",
         "    return planning, max(tasks, sign_test_min_tasks(level))",
         "    return planning, tasks",
         ("tests/test_stats_ranking.py",),

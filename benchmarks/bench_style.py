@@ -40,7 +40,9 @@ def report(name: str, study: StyleCoverage, seconds: float) -> None:
           f"{study.plain_coverage:6.1%} {_se(study.plain_coverage, n)} per model; "
           f"all models in {study.plain_all_covered:.0%} of fields")
     print(f"  fields whose supported claims changed with style control: "
-          f"{study.claims_changed:.1%} {_se(study.claims_changed, n)}")
+          f"{study.claims_changed:.1%} {_se(study.claims_changed, n)}; the plain ranking's "
+          f"own claims change with the bootstrap seed alone in {study.claims_reseeded:.1%} "
+          f"{_se(study.claims_reseeded, n)}")
     print(f"  claims against people's order: plain {study.plain_false_claims} of "
           f"{study.plain_claims}, style-controlled {study.controlled_false_claims} of "
           f"{study.controlled_claims}")

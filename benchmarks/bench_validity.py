@@ -160,7 +160,8 @@ def _real_pipeline_position_judge() -> tuple[float, float, int]:
 
 def separation_promise(fields: int, resamples: int, cap: int) -> None:
     """(e) The promised task count of unseparated neighbours, checked by a fresh study."""
-    from konkord.stats.ranking import rank, tasks_to_separate
+    from konkord.stats.planning import tasks_to_separate
+    from konkord.stats.ranking import rank
     from konkord.stats.simfield import simulate_field
 
     print("\n(e) fresh studies of the promised size: share that separates the pair")

@@ -25,7 +25,9 @@ from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.report.report import ReportOptions, build_results
 from konkord.stats import bootstrap, comparisons, verdicts, wilson_interval
 from konkord.stats.floors import sign_tests
-from konkord.stats.ranking import about_tasks, rank, tasks_to_separate
+from konkord.stats.planning import tasks_to_separate
+from konkord.stats.ranking import rank
+from konkord.stats.ranking_text import about_tasks
 from konkord.stats.resample import bootstrap_interval, critical_value
 
 FAST = ReportOptions(resamples=200, seed=1)

@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 
 from konkord.stats.bt import BTFit, expected_win_rate
-from konkord.stats.ranking import (
-    describe_claims,
-    describe_separations,
-    pairwise_differences,
-    planned_tasks,
-    rank,
-    sign_test_min_tasks,
-    tasks_to_separate,
-)
+from konkord.stats.planning import planned_tasks, sign_test_min_tasks, tasks_to_separate
+from konkord.stats.ranking import pairwise_differences, rank
+from konkord.stats.ranking_text import describe_claims, describe_separations
 from konkord.stats.resample import Bootstrap, bootstrap
 from konkord.stats.simfield import simulate_field
 

@@ -1,7 +1,7 @@
 """The trusted side of a `tests` check: run the task's tests and decide whether they passed.
 
 Runs outside the sandbox as `python -I -B harness.py REQUESTS REPLIES STATUS TESTS_FILE`. The
-answer's names arrive from the sandboxed worker as plain data or as handles (`wire.Remote`), so
+answer's names arrive from the sandboxed worker as plain data or as handles (`remote.Remote`), so
 the tests call the answer's functions across the line and compare what comes back, plain data
 only, here. The tests run with this process's own builtins and see, of the answer's names,
 only those they use and never a dunder (a sent `__builtins__` would fake every check). The

@@ -40,6 +40,7 @@ SANDBOXES = ("bwrap", "none")
 WORKER = Path(__file__).resolve().parent / "worker.py"
 WIRE = Path(__file__).resolve().parent / "wire.py"
 PLAIN = Path(__file__).resolve().parent / "plain.py"
+REMOTE = Path(__file__).resolve().parent / "remote.py"
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 NOBODY = 65534
 INSIDE_DIR = "/run/konkord"  # the program, read-only; the working directory is /tmp
@@ -204,7 +205,8 @@ def run_program(answer: str, tests: str, limits: Limits, sandbox: str) -> Progra
         for folder in (program_dir, trusted_dir, work_dir):
             folder.mkdir()
         for name, text in (("worker.py", WORKER.read_text()), ("wire.py", WIRE.read_text()),
-                           ("plain.py", PLAIN.read_text()), ("answer.py", answer)):
+                           ("plain.py", PLAIN.read_text()), ("remote.py", REMOTE.read_text()),
+                           ("answer.py", answer)):
             Path(program_dir, name).write_text(text)
             Path(program_dir, name).chmod(0o644)
         _write_wire_pyc(program_dir)
@@ -313,11 +315,11 @@ def _compiled(source: Path) -> bytes:
 
 
 def _write_wire_pyc(program_dir: Path) -> None:
-    """Put compiled wire.py and plain.py where the worker's Python looks; another Python
-    version has another cache tag and ignores them."""
+    """Put compiled wire.py, plain.py and remote.py where the worker's Python looks; another
+    Python version has another cache tag and ignores them."""
     cache = program_dir / "__pycache__"
     cache.mkdir()
-    for source in (WIRE, PLAIN):
+    for source in (WIRE, PLAIN, REMOTE):
         pyc = cache / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
         pyc.write_bytes(_compiled(source))
         pyc.chmod(0o644)

@@ -9,7 +9,7 @@ sent a request reads until its reply comes, serving any request the other side s
 callback). Values are plain data: None, bool, int, float, str, list, and tagged tuple, dict,
 set, frozenset, bytes and slice. Decoding builds only those builtin types, so no object with a
 rigged `__eq__` can cross. Any other object stays where it lives and crosses as a handle; the
-other side sees a `Remote` whose calls and operations are requests, and whose `==` is identity.
+other side sees a `remote.Remote` whose calls and operations are requests, and whose `==` is identity.
 An iterator of the tests (a generator...) crosses as its items, never as a handle: a live
 generator would show the answer its frame, and with it the tests' variables.
 
@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, BinaryIO
 
-    from konkord.checks import plain
+    from konkord.checks import plain, remote
 else:
     import plain
+    import remote
 
 MAX_MESSAGE = 32 * 1024 * 1024  # bytes of one JSON line
 MAX_DEPTH = 200  # nesting of one value
@@ -76,64 +77,6 @@ class Broken(BaseException):
     test's `except Exception` cannot swallow it; the harness records the failure anyway)."""
 
 
-class Remote:
-    """An object that lives on the other side; every use is a request to it."""
-
-    __slots__ = ("__weakref__", "_channel", "_ref")
-
-    def __init__(self, channel: Channel, ref: int) -> None:
-        object.__setattr__(self, "_channel", channel)
-        object.__setattr__(self, "_ref", ref)
-
-    def _op(self, name: str, *args: Any) -> Any:
-        channel: Channel = object.__getattribute__(self, "_channel")
-        return channel.request({"op": name, "ref": object.__getattribute__(self, "_ref")}, args)
-
-    def __getattr__(self, name: str) -> Any:
-        return self._op("getattr", name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self._op("setattr", name, value)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        channel: Channel = object.__getattribute__(self, "_channel")
-        return channel.call(object.__getattribute__(self, "_ref"), args, kwargs)
-
-    def __len__(self) -> int:
-        return self._op("len")  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Any:
-        return self._op("iter")
-
-    def __next__(self) -> Any:
-        return self._op("next")
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._op("getitem", key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._op("setitem", key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self._op("delitem", key)
-
-    def __contains__(self, item: Any) -> bool:
-        return self._op("contains", item)  # type: ignore[no-any-return]
-
-    def __bool__(self) -> bool:
-        return self._op("bool")  # type: ignore[no-any-return]
-
-    def __repr__(self) -> str:
-        return self._op("repr")  # type: ignore[no-any-return]
-
-    def __str__(self) -> str:
-        return self._op("str")  # type: ignore[no-any-return]
-
-    # Equality and hashing are identity: the other side's idea of equality never counts.
-    __eq__ = object.__eq__
-    __hash__ = object.__hash__
-
-
 class Channel:
     """One end of the line. `trusted` is the tests' end, which accepts less than it gives."""
 
@@ -143,7 +86,7 @@ class Channel:
         self.trusted = trusted
         self.exports: dict[int, Any] = {}
         self.export_ids: dict[int, int] = {}
-        self.imports: dict[int, Remote] = {}
+        self.imports: dict[int, remote.Remote] = {}
         self.nesting = 0
         self.broken: str | None = None  # why the other side broke the check, once it did
         self.closed = False  # the other side's end closed (its process ended)
@@ -180,8 +123,10 @@ class Channel:
         if kind is slice:
             return {"slice": [self.encode(v, args, down)
                               for v in (value.start, value.stop, value.step)]}
-        if isinstance(value, Remote) and object.__getattribute__(value, "_channel") is self:
-            return {"back": object.__getattribute__(value, "_ref")}
+        if isinstance(value, remote.Remote):
+            owner, back = remote.channel_and_ref(value)
+            if owner is self:
+                return {"back": back}
         if self.trusted and hasattr(kind, "__next__"):
             return {"iter": [self.encode(v, args, down) for v in self._materialise(value)]}
         named = plain.by_name(value)
@@ -248,7 +193,7 @@ class Channel:
             return self.exports[inner]
         if tag == "ref" and type(inner) is int:
             if inner not in self.imports:
-                self.imports[inner] = Remote(self, inner)
+                self.imports[inner] = remote.Remote(self, inner)
             return self.imports[inner]
         if tag == "stdlib" and type(inner) is list and len(inner) == 2:
             module, name = inner

@@ -1,9 +1,10 @@
 """The sandboxed side of a `tests` check: run the answer's code, then serve calls from the tests.
 
 Runs inside bubblewrap as `python -I -B worker.py REQUESTS REPLIES RLIMITS`, next to wire.py
-and answer.py. It applies the resource limits, executes the answer, tells the tests which names
-the answer defined, and then carries out each call the tests make. Nothing here decides whether
-the tests passed: the answer's code could rewrite every line of this file while it runs.
+(with plain.py and remote.py) and answer.py. It applies the resource limits, executes the
+answer, tells the tests which names the answer defined, and then carries out each call the
+tests make. Nothing here decides whether the tests passed: the answer's code could rewrite
+every line of this file while it runs.
 """
 
 from __future__ import annotations

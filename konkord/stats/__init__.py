@@ -55,17 +55,16 @@ from .diagnostics import (
     verdicts,
     wilson_interval,
 )
+from .planning import tasks_to_separate
 from .ranking import (
     Claim,
     PairwiseDifferences,
     Ranking,
     Separation,
-    describe_claims,
-    describe_separations,
     pairwise_differences,
     rank,
-    tasks_to_separate,
 )
+from .ranking_text import describe_claims, describe_separations
 from .resample import Bootstrap, Interval, bootstrap, bootstrap_interval
 from .simfield import (
     JudgedField,

@@ -14,19 +14,15 @@ and implied unsupported ones (a model of group 1 "above" one of group 2 with no 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import ndtri
 
 from .bt import Comparisons, FloatArray, IntArray, PairMatrix, win_matrix
 from .floors import SignTests, sign_tests, wald_floor
-from .resample import Bootstrap, critical_value
-
-DEFAULT_POWER = 0.8
+from .planning import DEFAULT_POWER, planned_tasks, tasks_to_separate
+from .resample import Bootstrap
 
 
 @dataclass(frozen=True)
@@ -157,96 +153,6 @@ class Ranking:
     n_tasks: int
 
 
-MAX_TASKS = 10_000_000
-
-
-def tasks_to_separate(
-    gap: float,
-    half_width: float,
-    n_tasks: int,
-    level: float = 0.95,
-    power: float = DEFAULT_POWER,
-    expand: bool = False,
-) -> int | None:
-    """Tasks at which an interval of `half_width` now (at `n_tasks`) would exclude 0 at `gap`.
-
-    The standard error now is half_width / c(n), with c the interval's own critical value: the
-    normal one, or with `expand` the expanded one, sqrt(n/(n-1)) t_{n-1} (2.106 at 25 tasks
-    against 1.96). It shrinks as 1/sqrt(tasks), and at power p the expected estimate must sit
-    c(N) + z_p standard errors from 0 at N tasks: the smallest such N (at least n_tasks).
-    """
-    gap = abs(gap)
-    if gap <= 0.0 or not math.isfinite(gap) or half_width <= 0.0 or n_tasks < 1:
-        return None
-    z_power = float(ndtri(power))
-    se_now = half_width / critical_value(level, n_tasks if expand else None)
-
-    def separates(tasks: int) -> bool:
-        crit = critical_value(level, tasks if expand else None)
-        return (crit + z_power) * se_now * math.sqrt(n_tasks / tasks) <= gap
-
-    if separates(n_tasks):
-        return n_tasks
-    high = n_tasks
-    while not separates(high):
-        if high >= MAX_TASKS:
-            return MAX_TASKS
-        high = min(MAX_TASKS, high * 2)
-    low = high // 2  # does not separate
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if separates(mid) else (mid, high)
-    return high
-
-
-def sign_test_min_tasks(level: float = 0.95) -> int:
-    """The fewest tasks at which an exact two-sided sign test can reach `level`: all of them
-    one way, 2 * 0.5^n <= 1 - level (6 at 95%). No study below it can support a claim."""
-    return max(1, math.ceil(math.log2(2.0 / (1.0 - level)) - 1e-12))
-
-
-def planning_margin(power: float = DEFAULT_POWER) -> float:
-    """Standard errors taken off the observed gap to plan on: z at (1 + power) / 2, 1.28
-    at 80% (the truth exceeds that gap with 90% probability on a flat prior).
-
-    Less falls short: planning on the gap less z_power = 0.84 standard errors, fresh studies
-    of the planned size separated 70% of 335 simulated pairs, where 80% were promised; an
-    unseparated neighbour's observed gap is inflated by the ordering that made it a
-    neighbour (the true gap was a median 0.7 of it)."""
-    return float(ndtri(0.5 + power / 2.0))
-
-
-def planned_tasks(
-    gap: float,
-    half_width: float,
-    n_tasks: int,
-    level: float = 0.95,
-    power: float = DEFAULT_POWER,
-    expand: bool = False,
-) -> tuple[float | None, int | None]:
-    """The tasks a fresh study needs for `power` odds of separating an unseparated pair.
-
-    Planning on the gap observed overpromises: neighbours are ordered by their observed gap,
-    so it is more often above the true gap than below (in simulation the true gap was a
-    median 0.7 of it), and over 400 simulated fields a study of the size planned that way
-    separated 54% of the pairs, not 80%. The plan is made for the gap observed less
-    `planning_margin` standard errors, and never below the sign test's minimum
-    (benchmarks/bench_validity.py measures the rate).
-    Returns (the planning gap, the tasks), (None, None) when that gap is not above 0.
-    """
-    gap = abs(gap)
-    if gap <= 0.0 or not math.isfinite(gap) or half_width <= 0.0 or n_tasks < 1:
-        return None, None
-    se_now = half_width / critical_value(level, n_tasks if expand else None)
-    planning = gap - planning_margin(power) * se_now
-    if planning <= 0.0:
-        return None, None
-    tasks = tasks_to_separate(planning, half_width, n_tasks, level, power, expand)
-    if tasks is None:
-        return None, None
-    return planning, max(tasks, sign_test_min_tasks(level))
-
-
 def rank_ranges(
     supported: npt.NDArray[np.bool_], active: npt.NDArray[np.bool_]
 ) -> tuple[IntArray, IntArray]:
@@ -365,68 +271,3 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
         separations=tuple(separations),
         n_tasks=boot.n_tasks,
     )
-
-
-def about_tasks(tasks: int) -> str:
-    """A task count at the precision it deserves: two significant figures, and past 10,000
-    only "more than 10,000" (an estimate that far out says only that it is far)."""
-    if tasks > 10_000:
-        return "more than 10,000"
-    digits = len(str(tasks))
-    rounded = tasks if digits <= 2 else round(tasks, 2 - digits)
-    return f"about {rounded:,}"
-
-
-def _join(words: Sequence[str]) -> str:
-    if len(words) <= 1:
-        return "".join(words)
-    return ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def describe_claims(ranking: Ranking, names: Sequence[str]) -> list[str]:
-    """The supported orderings in words, one sentence per model that is above any other."""
-    level = round(100 * ranking.differences.level)
-    if not ranking.claims:
-        return [
-            f"The data supports no ordering: every pair's {level}% interval of the "
-            "difference in log-strength contains 0."
-        ]
-    below: dict[int, list[int]] = {}
-    for claim in ranking.claims:
-        below.setdefault(claim.upper, []).append(claim.lower)
-    sentences = []
-    for model in ranking.order.tolist():
-        if model in below:
-            others = [names[b] for b in below[model]]
-            sentences.append(f"{names[model]} ranks above {_join(others)}.")
-    return sentences
-
-
-def planned_tasks_text(sep: Separation) -> str:
-    """What `planned_tasks` promises, with its power and the gap it plans on."""
-    if sep.tasks_needed is None or sep.planning_gap is None:
-        if sep.difference == 0.0:
-            return "no number of tasks separates a gap of 0."
-        return (
-            "the gap observed is too uncertain to say how many tasks would separate them "
-            f"(it is within {planning_margin(sep.power):.2f} standard errors of 0)."
-        )
-    percent = round(100 * sep.power)
-    article = "an" if str(percent).startswith("8") or percent in (11, 18) else "a"
-    return (
-        f"planning on a gap of {sep.planning_gap:.2g} in log-strength (the gap observed less "
-        f"{planning_margin(sep.power):.2f} standard errors: the true gap is larger with about "
-        f"{round(50 + 50 * sep.power)}% probability), {about_tasks(sep.tasks_needed)} tasks would give {article} "
-        f"{percent}% chance to separate them."
-    )
-
-
-def describe_separations(ranking: Ranking, names: Sequence[str]) -> list[str]:
-    """For each unseparated adjacent pair, the tasks that would likely separate it."""
-    out = []
-    for sep in ranking.separations:
-        pair = f"{names[sep.upper]} and {names[sep.lower]}"
-        out.append(
-            f"{pair} are not separated at {ranking.n_tasks} tasks; {planned_tasks_text(sep)}"
-        )
-    return out

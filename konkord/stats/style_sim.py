@@ -85,6 +85,9 @@ class StyleCoverage:
     coefficient_coverage: float
     mean_coefficient: float
     claims_changed: float  # share of fields whose claims differ between the two rankings
+    # the same share between the plain ranking and itself on other resamples (another
+    # bootstrap seed): the noise floor of claims at pairs on the edge of significance
+    claims_reseeded: float
     plain_false_claims: int  # claims against people's order, over all fields
     controlled_false_claims: int
     plain_claims: int
@@ -118,6 +121,7 @@ def style_coverage_study(
     quality)."""
     rng = np.random.default_rng([seed, 27])
     plain_hits = controlled_hits = plain_all = controlled_all = coef_hits = changed = 0
+    reseeded_changed = 0
     plain_false = controlled_false = plain_claims = controlled_claims = 0
     coefficients = []
     for field_number in range(n_fields):
@@ -129,6 +133,7 @@ def style_coverage_study(
         )
         truth = field.people_win_rate
         plain = bootstrap(field.comp, n_resamples=resamples, seed=field_number)
+        reseeded = bootstrap(field.comp, n_resamples=resamples, seed=field_number + n_fields)
         styled = style_bootstrap(style_data(field.comp, field.covariates),
                                  n_resamples=resamples, seed=field_number)
         gated = [gate(boot, field.comp) for boot in (plain, styled.bootstrap)]
@@ -145,6 +150,8 @@ def style_coverage_study(
         coefficients.append(float(styled.style.coefficients[0]))
         claims = [{(c.upper, c.lower) for c in g.ranking.claims} for g in gated]
         changed += claims[0] != claims[1]
+        again = {(c.upper, c.lower) for c in gate(reseeded, field.comp).ranking.claims}
+        reseeded_changed += claims[0] != again
         beta = field.people_log_strength
         plain_false += sum(beta[u] <= beta[v] for u, v in claims[0])
         controlled_false += sum(beta[u] <= beta[v] for u, v in claims[1])
@@ -161,6 +168,7 @@ def style_coverage_study(
         coefficient_coverage=coef_hits / fields,
         mean_coefficient=float(np.mean(coefficients)) if coefficients else float("nan"),
         claims_changed=changed / fields,
+        claims_reseeded=reseeded_changed / fields,
         plain_false_claims=plain_false,
         controlled_false_claims=controlled_false,
         plain_claims=plain_claims,

@@ -25,7 +25,7 @@ DISCONNECTED_HANDLING = (
 
 def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
     """Why two neighbours are not ordered, in words that are literally true of this run."""
-    from konkord.stats.ranking import planned_tasks_text
+    from konkord.stats.ranking_text import planned_tasks_text
 
     if sep.interval_excludes_zero and sep.sign_p is not None:
         text = (
