@@ -19,7 +19,13 @@ from openai_server import OpenAIServer, Reply
 from konkord.configuration.suite import Suite, Task
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.llm import CallSettings, ModelClient
-from konkord.stages.run import current_answers, current_conversations, generate_answers
+from konkord.stages.run import (
+    answer_key_hash,
+    conversation_messages,
+    current_answers,
+    current_conversations,
+    generate_answers,
+)
 
 KONKORD = Path(sys.executable).parent / "konkord"
 SUITE = Suite(
@@ -31,6 +37,14 @@ SUITE = Suite(
     ),
 )
 MODELS = ("openai/m-one", "openai/m-two")
+TALK3 = Suite(
+    name="talk",
+    rubric="Prefer correct answers.",
+    tasks=(
+        Task(id="poem", turns=("Write a poem about rain.", "Now as a limerick.", "Now as a haiku.")),  # type: ignore[arg-type]
+        Task(id="plain", prompt="What is 2 + 2?"),
+    ),
+)
 
 
 def _reply(body: dict[str, Any], n: int) -> Reply:
@@ -162,3 +176,34 @@ def test_kill_between_turns_resumes_at_turn_two_without_paying_for_turn_one(
     assert sorted((r["model"], r["turn"]) for r in records) == [
         ("openai/m-one", 1), ("openai/m-one", 2), ("openai/m-two", 1), ("openai/m-two", 2),
     ]  # fmt: skip
+
+
+def test_a_dry_run_counts_every_turn_still_to_ask(project: Path, openai_server: OpenAIServer) -> None:
+    from click.testing import CliRunner
+
+    from konkord.cli import cli
+
+    openai_server.responder = _reply
+    (project / "talk.yaml").write_text(
+        "name: talk\nrubric: Prefer correct answers.\ntasks:\n"
+        "  - id: poem\n    turns:\n      - Write a poem about rain.\n      - Now as a limerick.\n"
+        "      - Now as a haiku.\n  - id: plain\n    prompt: What is 2 + 2?\n"
+    )
+    base = ["run", "--suite", "talk.yaml", "--models", ",".join(MODELS), "--api-base",
+            openai_server.url]  # fmt: skip
+    result = CliRunner().invoke(cli, [*base, "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert openai_server.requests == []
+    for model in MODELS:
+        assert f"model {model}: 4 calls, " in result.output  # 3 turns + 1 prompt
+    # a killed conversation owes only its missing turns
+    EvidenceLog("runs/talk").append(
+        "answers",
+        {"kind": "answer", "task_id": "poem", "turn": 1, "model": MODELS[0],
+         "settings_hash": answer_key_hash(
+             conversation_messages(TALK3, TALK3.tasks[0], 1, []), CallSettings()),
+         "text": "rain", "error": None, "created_at": "2026-12-02T00:00:00+00:00"},
+    )  # fmt: skip
+    result = CliRunner().invoke(cli, [*base, "--dry-run"])
+    assert f"model {MODELS[0]}: 3 calls, " in result.output, result.output
+    assert f"model {MODELS[1]}: 4 calls, " in result.output

@@ -13,13 +13,26 @@ from konkord.stages.judge.cascade_view import CascadePlan
 def run_estimates(
     spec: RunSpec, settings: CallSettings, force: bool, batch: bool
 ) -> list[Estimate]:
-    """Per model: the answers still to make, their prompt tokens, and max_tokens per reply."""
-    from konkord.stages.run import answer_messages, answers_to_make
+    """Per model: the answers still to make, their prompt tokens, and max_tokens per reply.
 
-    todo = answers_to_make(EvidenceLog(spec.run_dir), spec.suite, spec.models, settings, force)
-    calls = (
-        (model, answer_messages(spec.suite, task), settings.max_tokens) for task, model in todo
-    )
+    A conversation counts every turn still to ask; an earlier turn not yet answered stands in
+    as a reply of max_tokens tokens (an upper bound: its real text is not known yet)."""
+    from konkord.stages.run import answers_to_make, conversation_messages, current_conversations
+
+    log = EvidenceLog(spec.run_dir)
+    todo = answers_to_make(log, spec.suite, spec.models, settings, force)
+    existing = {} if force else current_conversations(log, spec.suite, settings)
+    calls = []
+    for task, model in todo:
+        earlier = []
+        for record in existing.get((task.id, model), []):
+            if record.get("error") is not None or record.get("text") is None:
+                break
+            earlier.append(str(record["text"]))
+        for turn in range(len(earlier) + 1, len(task.conversation()) + 1):
+            messages = conversation_messages(spec.suite, task, turn, earlier)
+            calls.append((model, messages, settings.max_tokens))
+            earlier.append(" x" * settings.max_tokens)
     return estimate_calls(calls, "model", spec.prices, batch, Deployments(spec.deployments))
 
 
