@@ -7,12 +7,17 @@ two judges, a calibrated and an uncalibrated block, a simulated run, and hostile
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import http.server
 import json
 import math
 import random
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from konkord.results.schema import (
     AnswerView,
@@ -555,16 +560,42 @@ def standard_runs() -> list[Results]:
 
 def build_standard_site(root: Path) -> list[Results]:
     """Write the standard runs as a project in `root` and build its site into root/public."""
+    runs = standard_runs()
+    write_project(root, runs)
+    build_project_site(root)
+    return runs
+
+
+def build_project_site(root: Path) -> None:
+    """Build the site of the project in `root` into root/public, from inside `root` (as
+    `konkord build` run there)."""
     import os
 
     from konkord.stages.build.build import build_site
 
-    runs = standard_runs()
-    write_project(root, runs)
     old = Path.cwd()
     os.chdir(root)
     try:
         build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
     finally:
         os.chdir(old)
-    return runs
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """A static host that logs nothing."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """A plain static server on `folder` at a free local port; yields its address."""
+    handler = functools.partial(QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -3,25 +3,21 @@ a plain static server, at a laptop and a phone width."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
+from fixtures_site import build_project_site, serving
 
 from konkord.configuration.display_names import renamed
 from konkord.configuration.runs_config import load_runs
 from konkord.results.judges_table import judge_table
 from konkord.results.schema import Results, read_results
 from konkord.site.formatting import justified_digits
-from konkord.stages.build.build import build_site
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN = "demo-python-codegen"
@@ -35,30 +31,15 @@ pytestmark = [
 ]
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("judges-site")
     for folder in ("suites", "runs", "results", "templates", "content"):
         shutil.copytree(REPO / folder, root / folder)
     shutil.copy(REPO / "runs.json", root / "runs.json")
-    old = Path.cwd()
-    os.chdir(root)
-    try:
-        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
-    finally:
-        os.chdir(old)
-    handler = functools.partial(QuietHandler, directory=str(root / "public"))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    build_project_site(root)
+    with serving(root / "public") as address:
+        yield address
 
 
 

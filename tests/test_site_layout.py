@@ -6,19 +6,14 @@ page heights are printed (`-s` shows them)."""
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
-
-from konkord.stages.build.build import build_site
+from fixtures_site import build_project_site, serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN, CASCADE_RUN = "demo-python-codegen", "demo-support-replies"
@@ -40,29 +35,15 @@ pytestmark = [
 ]
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("layout-site")
     for folder in ("suites", "runs", "results", "templates", "content"):
         shutil.copytree(REPO / folder, root / folder)
     shutil.copy(REPO / "runs.json", root / "runs.json")
-    old = Path.cwd()
-    os.chdir(root)
-    try:
-        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
-    finally:
-        os.chdir(old)
-    handler = functools.partial(QuietHandler, directory=str(root / "public"))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    build_project_site(root)
+    with serving(root / "public") as address:
+        yield address
 
 
 @pytest.fixture(scope="module")

@@ -4,20 +4,15 @@ each model's own replies, the judged turn marked, the per-turn leaderboard line.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
-
-from konkord.stages.build.build import build_site
+from fixtures_site import build_project_site, serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN = "demo-conversations"
@@ -27,11 +22,6 @@ pytestmark = [
         not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
     ),
 ]
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -45,19 +35,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     runs = json.loads((REPO / "runs.json").read_text())
     runs["runs"] = [r for r in runs["runs"] if r["name"] == RUN]
     (root / "runs.json").write_text(json.dumps(runs))
-    old = Path.cwd()
-    os.chdir(root)
-    try:
-        build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
-    finally:
-        os.chdir(old)
-    handler = functools.partial(QuietHandler, directory=str(root / "public"))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    build_project_site(root)
+    with serving(root / "public") as address:
+        yield address
 
 
 def _open(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
