@@ -217,3 +217,49 @@ def test_async_appender_passes_a_write_failure_to_every_waiter(tmp_path: Path) -
 
     outcomes = asyncio.run(main())
     assert all(isinstance(o, OSError) for o in outcomes)
+
+
+@pytest.mark.parametrize("failure", ["cancelled", "oserror"])
+def test_an_aborted_waiter_leaves_no_unretrieved_write_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    # The second Ctrl-C cancels a verdict's waiter while its write is still in the thread;
+    # then the writer task ends (cancelled at shutdown, or the write fails). The waiter's
+    # future was left holding that error, and Python printed "Future exception was never
+    # retrieved" and a CancelledError traceback after "aborted".
+    import gc
+    import threading
+
+    log = EvidenceLog(tmp_path / "run")
+    entered, release = threading.Event(), threading.Event()
+    original = log.append_many
+
+    def slow(stream: str, records: list[dict[str, object]]) -> None:
+        entered.set()
+        release.wait(30)
+        if failure == "oserror":
+            raise OSError(28, "No space left on device")
+        original(stream, records)
+
+    monkeypatch.setattr(log, "append_many", slow)
+    reported: list[dict[str, object]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: reported.append(ctx))
+        appender = AsyncAppender(log, "answers")
+        waiter = asyncio.create_task(appender.append(_answer("t", "m", "x")))
+        while not entered.is_set():
+            await asyncio.sleep(0.01)
+        writers = asyncio.all_tasks() - {asyncio.current_task(), waiter}
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        if failure == "cancelled":
+            for writer in writers:
+                writer.cancel()
+        release.set()
+        await asyncio.gather(*writers, return_exceptions=True)
+
+    asyncio.run(main())
+    gc.collect()  # as at exit, when the stage's frames go
+    assert [str(ctx.get("message")) for ctx in reported] == []

@@ -344,6 +344,9 @@ class AsyncAppender:
     async def append(self, record: Record) -> None:
         """Queue one record and wait until it is durable."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # A waiter cancelled mid-write (the second Ctrl-C) stops listening to its future, and
+        # the write's outcome would be reported at exit as "never retrieved": it is read here.
+        future.add_done_callback(_seen)
         self._pending.append((record, future))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain())
@@ -355,12 +358,22 @@ class AsyncAppender:
             try:
                 await asyncio.to_thread(self.log.append_many, self.stream, [r for r, _ in batch])
             except BaseException as exc:
+                cancelled = isinstance(exc, asyncio.CancelledError)
                 for _, future in batch:
                     if not future.done():
-                        future.set_exception(exc)
-                if isinstance(exc, asyncio.CancelledError):
+                        if cancelled:
+                            future.cancel()
+                        else:
+                            future.set_exception(exc)
+                if cancelled:
                     raise
             else:
                 for _, future in batch:
                     if not future.done():
                         future.set_result(None)
+
+
+def _seen(future: asyncio.Future[None]) -> None:
+    """Mark a write's outcome as read (its waiter may be gone); the waiter still gets it."""
+    if not future.cancelled():
+        future.exception()
