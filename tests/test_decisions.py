@@ -119,10 +119,31 @@ def _latest(path: Path, keys: tuple[str, ...]) -> dict[tuple[Any, ...], dict[str
     return out
 
 
+def _spec(item: Any) -> str:
+    """A runs.json model or judge as its full spec ({"model": spec, "name": short} or a string)."""
+    return str(item["model"]) if isinstance(item, dict) else str(item)
+
+
+def _display_names(entry: dict[str, Any]) -> dict[str, str]:
+    """Full spec -> the short name runs.json gives it."""
+    items = [*entry.get("models", []), *entry.get("judges", [])]
+    return {i["model"]: i["name"] for i in items if isinstance(i, dict) and "name" in i}
+
+
+def _plain_specs(entry: dict[str, Any]) -> dict[str, Any]:
+    """The runs.json entry with models and judges as plain specs, as the evidence names them."""
+    return {
+        **entry,
+        "names": _display_names(entry),
+        "models": [_spec(m) for m in entry.get("models", [])],
+        "judges": [_spec(j) for j in entry.get("judges", [])],
+    }
+
+
 @pytest.fixture(scope="module")
 def demo() -> tuple[Results, dict[str, Any]]:
     runs = json.loads((REPO / "runs.json").read_text())
-    entry = next(r for r in runs["runs"] if r["name"] == DEMO)
+    entry = _plain_specs(next(r for r in runs["runs"] if r["name"] == DEMO))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)
         results = build_results(resolve_run(DEMO), ReportOptions(resamples=20))
@@ -440,7 +461,11 @@ def test_pages_show_the_views_rows_and_costs(demo_site: Path) -> None:
     names = [
         " ".join(th.select_one("code").get_text().split()) for th in page.select("th.judge-name")
     ]
-    assert [n.split(":")[0] for n in names] == [r.judge.split(":")[0] for r in rows]
+    runs = json.loads((REPO / "runs.json").read_text())
+    shown = _display_names(next(r for r in runs["runs"] if r["name"] == DEMO))
+    assert [n.split(":")[0] for n in names] == [
+        shown.get(r.judge, r.judge).split(":")[0] for r in rows
+    ]
     costs = [" ".join(td.get_text().split()) for td in page.select("tbody td.cost")]
     expected = ["unknown" if r.cost_per_1000 is None else f"${r.cost_per_1000:.2f}" for r in rows]
     assert costs == expected and "$6.65" in costs  # the strong judge, priced, was $0.00
