@@ -23,6 +23,7 @@ from typing import Any
 import pydantic_core
 
 from konkord.errors import KonkordError
+from konkord.evidence.atomic import fsync_dir
 from konkord.evidence.fields import check_fields
 
 Record = dict[str, Any]
@@ -112,7 +113,7 @@ class EvidenceLog:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if created:
-                _fsync_dir(self.run_dir)  # a new file must survive a crash too
+                fsync_dir(self.run_dir)  # a new file must survive a crash too
             yield fd
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -316,14 +317,6 @@ class ParsedStreams:
 
 
 PARSED = ParsedStreams()
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class AsyncAppender:
