@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from konkord.configuration.names import SLUG, slug_problem
-from konkord.configuration.turns import check_turns
+from konkord.configuration.turns import Turn, check_turns, turn_fields
 from konkord.configuration.yamlpos import KIND_WORDS, Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
@@ -40,34 +40,6 @@ def mentions_verdict(text: str) -> bool:
     return bool(VERDICT_TOKEN.search(text) or VERDICT_LINE_LIKE.search(text))
 
 
-class Turn(BaseModel):
-    """One user message of a conversation, with its own optional ground truth."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    prompt: str
-    reference: str | None = None
-    tests: str | None = Field(
-        default=None, description="Python asserts run against this turn's code by `check`."
-    )
-
-    @field_validator("prompt")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
-
-
-def _turn_fields(turn: object) -> dict[str, Any]:
-    """A turn as given (text, mapping or Turn) as the mapping Turn validates."""
-    if isinstance(turn, str):
-        return {"prompt": turn}
-    if isinstance(turn, Turn):
-        return turn.model_dump(exclude_defaults=True)
-    return dict(turn) if isinstance(turn, dict) else {"prompt": turn}
-
-
 class Task(BaseModel):
     """One prompt every model answers, or a conversation (`turns`: user messages answered in
     order, each model seeing its own earlier answers); `reference` and `tests` are optional
@@ -93,7 +65,7 @@ class Task(BaseModel):
         raw = data["turns"]
         if not isinstance(raw, list | tuple) or not raw:
             return data  # the field's own validation names the problem
-        turns = [_turn_fields(turn) for turn in raw]
+        turns = [turn_fields(turn) for turn in raw]
         first = turns[0]
         for name in ("prompt", "reference", "tests"):
             if data.get(name) is not None and data[name] != first.get(name):

@@ -1,10 +1,13 @@
 """A suite's conversations checked as written: `turns:` mistakes named at their own line
 (both `prompt` and `turns`, an empty list or turn, a turn that is not text) before pydantic
-validates the fields, whose errors could only point at the task."""
+validates the fields, whose errors could only point at the task; and the Turn model itself."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from konkord.configuration.yamlpos import KIND_WORDS, Located
 from konkord.errors import SuiteError
@@ -77,3 +80,31 @@ class _ClusterIndex(dict[str, int]):
         if turn is None or base not in self:
             raise KeyError(key)
         return self[base]
+
+
+class Turn(BaseModel):
+    """One user message of a conversation, with its own optional ground truth."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str
+    reference: str | None = None
+    tests: str | None = Field(
+        default=None, description="Python asserts run against this turn's code by `check`."
+    )
+
+    @field_validator("prompt")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+def turn_fields(turn: object) -> dict[str, Any]:
+    """A turn as given (text, mapping or Turn) as the mapping Turn validates."""
+    if isinstance(turn, str):
+        return {"prompt": turn}
+    if isinstance(turn, Turn):
+        return turn.model_dump(exclude_defaults=True)
+    return dict(turn) if isinstance(turn, dict) else {"prompt": turn}
