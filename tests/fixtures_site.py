@@ -599,3 +599,34 @@ def serving(folder: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+DEMO_FOLDERS = ("suites", "runs", "results", "templates", "content")
+
+
+@contextlib.contextmanager
+def serving_demo_copy(root: Path, repo: Path) -> Iterator[str]:
+    """The repository's demo project copied into `root`, built, and served; yields its address."""
+    import shutil
+
+    for folder in DEMO_FOLDERS:
+        shutil.copytree(repo / folder, root / folder)
+    shutil.copy(repo / "runs.json", root / "runs.json")
+    build_project_site(root)
+    with serving(root / "public") as address:
+        yield address
+
+
+def open_page(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
+    """A page of the served site at `width`, with a list that collects its console errors,
+    page errors and any request that leaves the site."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on(
+        "request",
+        lambda r: not r.url.startswith((base, "data:")) and problems.append(f"outside: {r.url}"),
+    )
+    page.goto(f"{base}{path}")
+    return page, problems

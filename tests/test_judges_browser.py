@@ -4,14 +4,13 @@ a plain static server, at a laptop and a phone width."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
-from fixtures_site import build_project_site, serving
+from fixtures_site import open_page, serving_demo_copy
 
 from konkord.configuration.display_names import renamed
 from konkord.configuration.runs_config import load_runs
@@ -34,11 +33,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("judges-site")
-    for folder in ("suites", "runs", "results", "templates", "content"):
-        shutil.copytree(REPO / folder, root / folder)
-    shutil.copy(REPO / "runs.json", root / "runs.json")
-    build_project_site(root)
-    with serving(root / "public") as address:
+    with serving_demo_copy(root, REPO) as address:
         yield address
 
 
@@ -49,17 +44,6 @@ def shown_results(run: str) -> Results:
     return renamed(read_results(REPO / "results" / f"{run}.json"), names)
 
 
-def open_page(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on(
-        "request",
-        lambda r: not r.url.startswith((base, "data:")) and problems.append(f"outside: {r.url}"),
-    )
-    page.goto(f"{base}{path}")
-    return page, problems
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -6,14 +6,13 @@ page heights are printed (`-s` shows them)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
-from fixtures_site import build_project_site, serving
+from fixtures_site import serving_demo_copy
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN, CASCADE_RUN = "demo-python-codegen", "demo-support-replies"
@@ -38,11 +37,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("layout-site")
-    for folder in ("suites", "runs", "results", "templates", "content"):
-        shutil.copytree(REPO / folder, root / folder)
-    shutil.copy(REPO / "runs.json", root / "runs.json")
-    build_project_site(root)
-    with serving(root / "public") as address:
+    with serving_demo_copy(root, REPO) as address:
         yield address
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from fixtures_site import build_project_site, serving
+from fixtures_site import build_project_site, open_page, serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 RUN = "demo-conversations"
@@ -40,24 +40,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield address
 
 
-def _open(browser: Any, base: str, path: str, width: int) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on(
-        "request",
-        lambda r: not r.url.startswith((base, "data:")) and problems.append(f"outside: {r.url}"),
-    )
-    page.goto(f"{base}{path}")
-    return page, problems
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_a_second_turn_page_shows_the_conversation_and_marks_the_judged_turn(
     site: str, browser: Any, width: int, screenshot_dir: Path
 ) -> None:
-    page, problems = _open(browser, site, f"/{RUN}/tasks/code-clamp-t2/", width)
+    page, problems = open_page(browser, site, f"/{RUN}/tasks/code-clamp-t2/", width)
     conversation = page.locator("section.conversation")
     assert conversation.is_visible()
     assert "Turn 2 of a conversation" in conversation.inner_text()
@@ -79,7 +68,7 @@ def test_a_second_turn_page_shows_the_conversation_and_marks_the_judged_turn(
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_the_leaderboard_has_a_line_per_turn(site: str, browser: Any, width: int) -> None:
-    page, problems = _open(browser, site, f"/{RUN}/", width)
+    page, problems = open_page(browser, site, f"/{RUN}/", width)
     lines = page.locator("ul.turn-lines li").all_inner_texts()
     assert [line.split(" (")[0] for line in lines] == ["Turn 1", "Turn 2"]
     assert all("juniper" in line and "larch" in line for line in lines)
