@@ -71,6 +71,11 @@ def test_calibrate_reproduces_the_published_table(project: Path) -> None:
             for p in (group.agreement, group.agreement_no_ties, hh.agreement, hh.agreement_no_ties)
         )
     assert got == PUBLISHED
+    # Intervals resample whole questions: a question's two turns are one cluster, as a
+    # conversation's turns are in a run of one's own (160 turn ids, 80 questions).
+    assert calibration.agreement.clusters == 80
+    assert {g.agreement.clusters for g in calibration.by_turn} == {80}
+    assert all(g.single_turn_tasks == 0 for g in calibration.by_turn)
 
 
 @needs_data

@@ -64,6 +64,15 @@ def split_unit(unit: str) -> tuple[str, int | None]:
     return unit, None
 
 
+def conversation_turn(unit: str) -> tuple[str, int]:
+    """(conversation, turn) of a judged id, for everything that must keep a conversation's
+    turns together: a conversation's turn ("poem-t2") and an MT-Bench turn the import wrote as a
+    task of its own ("q81-t2") are turn 2 of "poem" and "q81"; any other task is a conversation
+    of one turn, turn 1 of itself."""
+    base, turn = split_unit(unit)
+    return (unit, 1) if turn is None else (base, turn)
+
+
 def task_clusters(task_ids: list[str]) -> dict[str, int]:
     """Index per task id, and the same index for each turn of a conversation under its
     `unit_id`: turns are separate comparisons within one task, so the bootstrap, which
