@@ -66,7 +66,15 @@ from .resample import (
     Jackknife,
     task_weights,
 )
-from .style_fit import StyleData, StyleFit, fit_style_bt, prior_terms, score_shift, task_terms
+from .style_fit import (
+    StyleData,
+    StyleFit,
+    fit_style_bt,
+    prior_terms,
+    score_shift,
+    style_curvature,
+    task_terms,
+)
 
 BOOT_TOL = 1e-6  # error left in any parameter, estimated from the last two steps
 BOOT_MAX_ITER = 60
@@ -214,43 +222,22 @@ def _row_weights(weights: FloatArray, rows: IntArray) -> FloatArray:
     return out
 
 
-def _fit_sums(sub: StyleData, weights: FloatArray, wins: FloatArray) -> _FitSums:
-    """`_FitSums` of the B resamples (task weights (B, U)) and then the U jackknife fits."""
-    n_units, n_slots = sub.score.shape
-    centred = sub.mask * (sub.score - 0.5)
-    per_task = np.einsum("ts,tsk->tk", centred, sub.x)
-    slot_x = (sub.mask[:, :, None] * sub.x).reshape(n_units, -1).astype(np.float32)
-    slot_features = np.concatenate(
-        [weights.astype(np.float32) @ slot_x, slot_x.sum(axis=0)[None] - slot_x]
-    ).reshape(-1, n_slots, sub.n_features)
-    feature_centred = np.concatenate([weights @ per_task, per_task.sum(axis=0)[None] - per_task])
-    return _FitSums(wins, feature_centred, slot_features)
+def _per_fit(weights: FloatArray, per_task: list[FloatArray]) -> list[FloatArray]:
+    """Each array of `per_task` (U, ...) summed over every fit's tasks: the B resamples'
+    (task weights (B, U)) and then the U jackknife fits' (all tasks but one).
 
-
-def _style_curvature(sub: StyleData, theta: FloatArray) -> FloatArray:
-    """(U, M, P) per task: minus the derivative of the style's share of each model's score
-    (`score_shift`) with respect to the parameters, at theta; exactly 0 where x is 0."""
-    m = sub.n_models
-    n_units, n_slots = sub.score.shape
-    plain = (theta[sub.lo] - theta[sub.hi])[None, :]
-    styled = plain + (sub.x.reshape(n_units * n_slots, -1) @ theta[m:]).reshape(n_units, n_slots)
-
-    def var(eta: FloatArray) -> FloatArray:
-        p = 1.0 / (1.0 + np.exp(-eta))
-        out: FloatArray = p * (1.0 - p)
-        return out
-
-    v_diff = sub.mask * (var(styled) - var(plain))
-    lap = np.zeros((n_slots, m * m))
-    s = np.arange(n_slots)
-    lap[s, sub.lo * m + sub.lo] += 1.0
-    lap[s, sub.hi * m + sub.hi] += 1.0
-    lap[s, sub.lo * m + sub.hi] -= 1.0
-    lap[s, sub.hi * m + sub.lo] -= 1.0
-    out = np.empty((n_units, m, m + sub.n_features))
-    out[:, :, :m] = (v_diff @ lap).reshape(n_units, m, m)
-    v = sub.mask * var(styled)
-    out[:, :, m:] = np.swapaxes(np.swapaxes(v[:, :, None] * sub.x, 1, 2) @ sub.edge(), 1, 2)
+    The resamples' sums are one single-precision product for all the arrays together: they
+    set the first step and the fixed curvature of each fit (where any error only slows the
+    steps, never moves the optimum) and the features' counts per slot (already single in
+    `_gradients`)."""
+    flat = [a.reshape(a.shape[0], -1) for a in per_task]
+    summed = weights.astype(np.float32) @ np.concatenate(flat, axis=1).astype(np.float32)
+    out, start = [], 0
+    for a, f in zip(per_task, flat, strict=True):
+        part = summed[:, start : start + f.shape[1]].astype(np.float64)
+        start += f.shape[1]
+        both = np.concatenate([part, f.sum(axis=0)[None] - f])
+        out.append(both.reshape(-1, *a.shape[1:]))
     return out
 
 
@@ -275,29 +262,30 @@ def _style_bootstrap(
     assert h_task is not None
     n_params = theta_hat.size
     g_prior, h_prior = prior_terms(theta_hat[:m], theta_hat[m:], prior)
-    h_flat = h_task.reshape(n_units, n_params * n_params)
     # The plain bootstrap's resamples, drawn by the same seeded generator: both rankings
     # resample the same tasks (common random numbers), so they differ by the covariates only.
     weights = task_weights(n_units, n_resamples, seed).astype(np.float64)
     # Fits 0..B-1 are the resamples, B..B+U-1 the jackknife's (task k left out); each steps
-    # with its own curvature at the point estimate, the jackknife's exactly H - H_k.
-    h_all = h_task.sum(axis=0) + h_prior
-    g_all = g_task.sum(axis=0) + g_prior
-    info = np.concatenate([(weights @ h_flat).reshape(-1, n_params, n_params) + h_prior,
-                           h_all[None] - h_task])
-    first = _solve(info, np.concatenate([weights @ g_task + g_prior, g_all[None] - g_task]))
+    # with its own curvature at the point estimate (a jackknife fit's: H - H_k).
     n_fits = n_resamples + n_units
+    centred = sub.mask * (sub.score - 0.5)
+    slot_x = sub.mask[:, :, None] * sub.x  # (U, S, K)
+    h_fit, g_fit, style_curv, slot_features = _per_fit(
+        weights, [h_task, g_task, style_curvature(sub, theta_hat), slot_x])
+    info = h_fit + h_prior
+    first = _solve(info, g_fit + g_prior)
     scores = task_scores(data.comp)  # the plain bootstrap's score matrices, bit for bit
     wins_all = win_matrix(data.comp)
     wins = np.concatenate([np.zeros((0, m, m)), *resampled_wins(scores, n_resamples, seed, m),
                            *left_out_wins(scores, wins_all)])
-    sums = _fit_sums(sub, weights, wins)
+    per_task = np.einsum("ts,tsk->tk", centred, sub.x)
+    sums = _FitSums(wins, np.concatenate([weights @ per_task, per_task.sum(axis=0)[None] - per_task]),
+                    slot_features.astype(np.float32))
     theta = theta_hat + first
     shift = np.zeros((n_fits, m))  # the style's share of each score at each fit's last pass
     moved = np.zeros((n_fits, n_params))  # and each fit's step since that pass
-    iterations = np.ones(n_fits, dtype=np.int64)
+    iterations = np.ones(n_fits, dtype=np.int64)  # the first step is one
     n_workers = max(1, min(4, os.cpu_count() or 1) if workers is None else workers)
-    active = np.arange(n_fits)
     last = np.abs(first).max(axis=1, initial=0.0)  # each fit's last step: largest move
     refit: list[int] = []  # fits the fixed curvature does not bring home
 
@@ -305,37 +293,41 @@ def _style_bootstrap(
         part = _FitSums(sums.wins[rows], sums.feature_centred[rows], sums.slot_features[rows])
         return _gradients(sub, theta[rows], _row_weights(weights, rows), part, prior)
 
+    def advance(active: IntArray, pool: ThreadPoolExecutor) -> IntArray:
+        """One gradient pass and step for `active` fits; the ones still going on."""
+        parts = np.array_split(active, min(n_workers, active.size))
+        done = list(pool.map(gradients, parts))
+        step = _solve(info[active], np.concatenate([g for g, _ in done]))
+        shift[active] = np.concatenate([s for _, s in done])
+        size = np.abs(step).max(axis=1)
+        # A step that does not shrink means the curvature at the point estimate is too
+        # far from this fit's own (a near-separated resample): fit it from scratch.
+        growing = ~(size < last[active]) & ~(size < tol)
+        refit.extend(active[growing].tolist())
+        keep = ~growing
+        active, step, size = active[keep], step[keep], size[keep]
+        theta[active] += step
+        moved[active] = step
+        newton = iterations[active] == 1
+        # A fixed curvature converges linearly: with rate r = this step / the last, the
+        # error left after this step is about r / (1 - r) times it. Measured from the
+        # second gradient pass on (the first step's ratio is Newton's quadratic one).
+        rate = size / np.maximum(last[active], 1e-300)  # below 1: growing ones left
+        left = np.where(~newton, size * rate / np.maximum(1.0 - rate, 1e-12), size)
+        last[active] = size
+        iterations[active] += 1
+        going: IntArray = active[left >= tol]
+        return going
+
     with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        active = np.arange(n_fits)
         for _ in range(max_iter):
             if active.size == 0:
                 break
-            parts = np.array_split(active, min(n_workers, active.size))
-            done = list(pool.map(gradients, parts))
-            step = _solve(info[active], np.concatenate([g for g, _ in done]))
-            shift[active] = np.concatenate([s for _, s in done])
-            size = np.abs(step).max(axis=1)
-            # A step that does not shrink means the curvature at the point estimate is too
-            # far from this fit's own (a near-separated resample): fit it from scratch.
-            growing = ~(size < last[active]) & ~(size < tol)
-            refit += active[growing].tolist()
-            keep = ~growing
-            active, step, size = active[keep], step[keep], size[keep]
-            theta[active] += step
-            moved[active] = step
-            # A fixed curvature converges linearly: with rate r = this step / the last, the
-            # error left after this step is about r / (1 - r) times it. Measured from the
-            # second gradient pass on (the first step's ratio is Newton's quadratic one).
-            rate = size / np.maximum(last[active], 1e-300)  # below 1: growing ones left
-            left = np.where(iterations[active] >= 2,
-                            size * rate / np.maximum(1.0 - rate, 1e-12), size)
-            last[active] = size
-            iterations[active] += 1
-            active = active[left >= tol]
+            active = advance(active, pool)
     refit += active.tolist()
     # The shift at each fit's final point: the last pass's, carried over its last step.
-    style_curv = _style_curvature(sub, theta_hat).reshape(n_units, -1)
-    curv = np.concatenate([weights @ style_curv, style_curv.sum(axis=0)[None] - style_curv])
-    shift -= np.einsum("nmp,np->nm", curv.reshape(n_fits, m, n_params), moved)
+    shift -= np.einsum("nmp,np->nm", style_curv, moved)
     for b in refit:
         row = _row_weights(weights, np.array([b]))[0]
         own = fit_style_bt(sub, prior=prior, weights=row, init=theta_hat)

@@ -205,6 +205,33 @@ def slot_wins(data: StyleData, weights: FloatArray | None = None) -> FloatArray:
     return wins
 
 
+def style_curvature(sub: StyleData, theta: FloatArray) -> FloatArray:
+    """(U, M, P) per task: minus the derivative of the style's share of each model's score
+    (`score_shift`) with respect to the parameters, at theta; exactly 0 where x is 0."""
+    m = sub.n_models
+    n_units, n_slots = sub.score.shape
+    plain = (theta[sub.lo] - theta[sub.hi])[None, :]
+    styled = plain + (sub.x.reshape(n_units * n_slots, -1) @ theta[m:]).reshape(n_units, n_slots)
+
+    def var(eta: FloatArray) -> FloatArray:
+        p = expit(eta)
+        out: FloatArray = p * (1.0 - p)
+        return out
+
+    v_diff = sub.mask * (var(styled) - var(plain))
+    lap = np.zeros((n_slots, m * m))
+    s = np.arange(n_slots)
+    lap[s, sub.lo * m + sub.lo] += 1.0
+    lap[s, sub.hi * m + sub.hi] += 1.0
+    lap[s, sub.lo * m + sub.hi] -= 1.0
+    lap[s, sub.hi * m + sub.lo] -= 1.0
+    out = np.empty((n_units, m, m + sub.n_features))
+    out[:, :, :m] = (v_diff @ lap).reshape(n_units, m, m)
+    v = sub.mask * var(styled)
+    out[:, :, m:] = np.swapaxes(np.swapaxes(v[:, :, None] * sub.x, 1, 2) @ sub.edge(), 1, 2)
+    return out
+
+
 def prior_terms(
     beta: FloatArray, gamma: FloatArray, prior: float
 ) -> tuple[FloatArray, FloatArray]:
