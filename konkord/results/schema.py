@@ -51,6 +51,7 @@ from konkord.results.tasks import (
     TaskFiles,
     TaskView,
     TurnLine,
+    TurnRating,
 )
 
 # The schema is split by what it describes (base, judging, style, tasks);
@@ -106,6 +107,7 @@ __all__ = [
     "TaskMean",
     "TaskView",
     "TurnLine",
+    "TurnRating",
     "json_schema",
     "read_results",
     "write_results",
