@@ -8,6 +8,7 @@ clear error, never a silent misreading.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -391,12 +392,15 @@ def read_results(path: Path | str, tasks: bool = True) -> Results:
     return load_tasks(path, results, parse=tasks)
 
 
-def write_results(results: Results, path: Path | str) -> None:
+def write_results(
+    results: Results, path: Path | str, tasks: Iterable[TaskView] | None = None
+) -> None:
     """Write a results file atomically (a crash never leaves half a file); a large run's tasks
-    go to a file each beside it (konkord/results_files.py). Serialised by pydantic straight to
-    bytes, one task at a time, never as a second copy of the whole file in Python objects."""
+    go to a file each beside it (konkord/results/files.py). Serialised by pydantic straight to
+    bytes, one task at a time, never as a second copy of the whole file in Python objects;
+    `tasks`, when given, stands for `results.tasks` and is consumed as it is written."""
     path = Path(path)
-    write_atomic(path, dump_results(results, path))
+    write_atomic(path, dump_results(results, path, tasks))
 
 
 def json_schema() -> dict[str, Any]:

@@ -81,6 +81,8 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
         lines.append(f"  J{row.number}  {row.judge}")
         if row.note:
             lines.append(f"      {row.note}")
+        for caveat in row.self_family:
+            lines.append(f"      caveat: {caveat}")
     lines += ["", HEADER, *(_line(row) for row in table.rows)]
     hh = table.people
     if hh is not None:
