@@ -91,7 +91,7 @@ def test_the_leaderboard_ranks_each_turn_with_intervals(
             share = fmt_interval(Interval(**rating["win_rate_vs_field"]))
             best, worst = rating["rank_best"], rating["rank_worst"]
             assert f"{short(rating['model'])} {share}, rank {best}–{worst}" in line
-        assert turn["claims"] and all(short(claim) in line for claim in turn["claims"])
+        assert turn["claims"] and all(short(claim["text"]) in line for claim in turn["claims"])
     # the per-turn forest plot: one row per model and turn, each with its interval drawn
     plot = page.locator("figure.turn-plot svg.forest")
     assert plot.is_visible()

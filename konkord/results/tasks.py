@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from konkord.results.base import Interval, Strict
+from konkord.results.base import Claim, Interval, Strict
 from konkord.results.judging import CascadePair
 
 
@@ -110,8 +110,9 @@ class TurnLine(Strict):
     ratings: list[TurnRating] = Field(
         default=[], description="The turn's ranking, best first; empty where it cannot be fitted."
     )
-    claims: list[str] = Field(
-        default=[], description="Orderings this turn's data supports, one sentence per model."
+    claims: list[Claim] = Field(
+        default=[],
+        description="Orderings this turn's data supports, and why each unordered neighbour is not.",
     )
     note: str | None = Field(
         default=None, description="Why the turn has no ranking (its comparisons are disconnected)."

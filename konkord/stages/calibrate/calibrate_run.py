@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from konkord.configuration.display_names import rename_text, shown
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.evidence.verdicts import combine_verdicts
@@ -67,7 +68,7 @@ def calibrate_run(
         calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
         calibration.objective = block.calibration.objective
         block.calibration = calibration
-        describe(block, results.suite.task_count)
+        describe(block, conversation_count([t.id for t in spec.suite.tasks]))
         out[block.judge] = calibration
         for line in format_calibration(block.route_name, calibration):
             echo(rename_text(line, spec.names))

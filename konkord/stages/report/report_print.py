@@ -61,7 +61,7 @@ def _turn(console: Console, line: TurnLine) -> None:
             f"    {rank:>5}  {r.model:<{width}}  {_interval(r.win_rate_vs_field)}"
         )
     for claim in line.claims:
-        console.print(f"    - {claim}")
+        console.print(f"    - {claim.text}")
 
 
 def format_cost(line: CostLine | None) -> str:

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
-from konkord.configuration.turns import task_clusters
+from konkord.configuration.turns import conversation_count, task_clusters
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
 from konkord.results import schema as R
 from konkord.stages.current import finite, interval, positional, proportion, system_prompt_for
 from konkord.stages.report.freshness import ReportOptions
-from konkord.stages.report.report_turns import turn_lines
+from konkord.stages.report.report_turns import above_claims, turn_lines
 
 DISCONNECTED_HANDLING = (
     "kept and fitted like the others: the prior (half a virtual win and loss against an "
@@ -134,22 +134,13 @@ def judge_block(
         ]
         for a in order
     ]
-    # describe_claims writes one sentence per model that is above any other, in rank order;
-    # the same grouping here names the models of each sentence without parsing it.
-    below: dict[int, list[int]] = {}
-    for claim in ranking.claims:
-        below.setdefault(claim.upper, []).append(claim.lower)
-    uppers = [k for k in ranking.order.tolist() if k in below]
-    claims = [
-        R.Claim(kind="above", text=text, models=[models[k]] + [models[b] for b in below[k]])
-        for k, text in zip(uppers, stats.describe_claims(ranking, models), strict=False)
-    ]
+    claims = above_claims(ranking, models)
     for sep in ranking.separations:
         upper, lower = models[sep.upper], models[sep.lower]
         claims.append(
             R.Claim(
                 kind="not_separated",
-                text=not_separated_text(upper, lower, sep, len(task_ids)),
+                text=not_separated_text(upper, lower, sep, conversation_count(task_ids)),
                 models=[upper, lower],
                 tasks_needed=sep.tasks_needed,
             )

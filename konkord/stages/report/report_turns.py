@@ -11,6 +11,8 @@ the same path.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from konkord.configuration.turns import conversation_turn, split_unit
@@ -19,12 +21,32 @@ from konkord.results import schema as R
 from konkord.stages.current import interval
 from konkord.stages.report.freshness import ReportOptions
 
+if TYPE_CHECKING:
+    from konkord.stats.ranking import Ranking
+
 
 def outcome(winner: str | None, model_a: str) -> float:
     """model_a's score in one combined verdict: 1, 0, or half for a tie."""
     if winner == "tie":
         return 0.5
     return 1.0 if winner == model_a else 0.0
+
+
+def above_claims(ranking: Ranking, models: list[str]) -> list[R.Claim]:
+    """The supported orderings of a gated ranking, one claim per model above any other, with
+    the models each names (so a caveat can find them)."""
+    from konkord import stats
+
+    # describe_claims writes one sentence per model that is above any other, in rank order;
+    # the same grouping here names the models of each sentence without parsing it.
+    below: dict[int, list[int]] = {}
+    for claim in ranking.claims:
+        below.setdefault(claim.upper, []).append(claim.lower)
+    uppers = [k for k in ranking.order.tolist() if k in below]
+    return [
+        R.Claim(kind="above", text=text, models=[models[k]] + [models[b] for b in below[k]])
+        for k, text in zip(uppers, stats.describe_claims(ranking, models), strict=False)
+    ]
 
 
 def turn_lines(
@@ -123,9 +145,14 @@ def _ranked(
     # As the whole ranking says it: the supported orderings, then why each unordered
     # neighbour is not ordered (a wide interval, or a sign test over too few tasks); how many
     # tasks would separate them is said once, for the whole ranking.
-    claims = stats.describe_claims(ranking, models) if ranking.claims else []
+    claims = above_claims(ranking, models)
     claims += [
-        not_separated_text(models[sep.upper], models[sep.lower], sep, line.tasks, plan=False)
+        R.Claim(
+            kind="not_separated",
+            text=not_separated_text(upper, lower, sep, line.tasks, plan=False),
+            models=[upper, lower],
+        )
         for sep in ranking.separations
+        for upper, lower in [(models[sep.upper], models[sep.lower])]
     ]
     return line.model_copy(update={"ratings": ratings, "claims": claims})
