@@ -10,7 +10,9 @@ from konkord.commands.inputs import RUN_NAME
 @click.command()
 @click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run name (from runs.json or a manifest).")
 @click.option(
-    "--judge", help="Calibrate only this judge [default: every judge in the results file]."
+    "--judge",
+    help="Calibrate only this judge, or a cascade by the name the report shows "
+    "[default: every judge in the results file].",
 )
 def calibrate(run_name: str, judge: str | None) -> None:
     """Measure the judge against blind human labels, with intervals.

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError
 
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
-from konkord.results.base import Interval, Proportion, Strict
+from konkord.results.base import Claim, Interval, Proportion, Strict
 from konkord.results.files import dump_results, load_tasks
 from konkord.results.judging import (
     AnchoredHoldout,
@@ -52,6 +52,7 @@ from konkord.results.tasks import (
     TaskFiles,
     TaskView,
     TurnLine,
+    TurnRating,
 )
 
 # The schema is split by what it describes (base, judging, style, tasks);
@@ -107,6 +108,7 @@ __all__ = [
     "TaskMean",
     "TaskView",
     "TurnLine",
+    "TurnRating",
     "json_schema",
     "read_results",
     "write_results",
@@ -146,15 +148,6 @@ class PairComparison(Strict):
     sign_test_p: float | None = Field(
         default=None, description="Exact two-sided sign test over tasks of per-task scores."
     )
-
-
-class Claim(Strict):
-    """A sentence the data supports, or an honest statement that it does not separate two models."""
-
-    kind: Literal["above", "not_separated"]
-    text: str
-    models: list[str]
-    tasks_needed: int | None = None
 
 
 class BootstrapInfo(Strict):

@@ -14,6 +14,7 @@ from typing import Any
 
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import (
@@ -179,7 +180,7 @@ def report_parts(
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = judge_calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
-        describe(block, len(spec.suite.tasks))
+        describe(block, conversation_count([t.id for t in spec.suite.tasks]))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
         block.style = style_block(
             spec, block, [c for c in combined if c.complete], labels, features, options
