@@ -19,6 +19,7 @@ import numpy as np
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record, now_iso
+from konkord.stats import PairwiseDifferences
 from konkord.stats.design import (
     IntArray,
     next_round,
@@ -96,21 +97,21 @@ def record_start(spec: RunSpec, log: EvidenceLog) -> None:
     )  # fmt: skip
 
 
-Fit = Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]
+Fit = Callable[[], tuple[np.ndarray, np.ndarray, PairwiseDifferences] | None]
 
 
 def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
     """Choose, record and return the next adaptive round, or None when the design is done.
 
-    `fit` gives the current ranking as (order, supported, interval low, interval high) from
-    the report's fit, floors and sign test, or None when there is none to fit yet."""
+    `fit` gives the current ranking as (order, supported, difference intervals) from the
+    report's fit, floors and sign test, or None when there is none to fit yet."""
     recorded = rounds(spec, log)
     if spec.design.kind != "adaptive" or not recorded or recorded[-1].get("stop"):
         return None
     fitted = fit()
     if fitted is None:
         return None
-    order, supported, low, high = fitted
+    order, supported, differences = fitted
     models = {name: k for k, name in enumerate(spec.models)}
     tasks = {t.id: k for k, t in enumerate(spec.suite.tasks)}
     m = len(spec.models)
@@ -122,7 +123,7 @@ def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
     budget = budget_pairs(spec)
     number = int(recorded[-1]["round"]) + 1
     choice = next_round(
-        order, supported, low, high, judged,
+        order, supported, differences, judged,
         pairs_left=budget - len(owed),
         round_pairs=max(1, math.ceil(spec.design.round_share * budget)),
         seed=spec.design.seed * 100_003 + number,
@@ -178,7 +179,7 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
     from konkord.evidence.verdicts import combine_verdicts, load_verdicts
     from konkord.stats.gate import gate
 
-    def fit() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    def fit() -> tuple[np.ndarray, np.ndarray, PairwiseDifferences] | None:
         models = {name: k for k, name in enumerate(spec.models)}
         tasks = task_clusters([t.id for t in spec.suite.tasks])  # a turn counts for its task
         done = [
@@ -199,8 +200,7 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
         if len(stats.connectivity(comp).components) > 1:
             return None
         ranking = gate(stats.bootstrap(comp), comp).ranking
-        diffs = ranking.differences
-        return ranking.order, ranking.supported, diffs.lower, diffs.upper
+        return ranking.order, ranking.supported, ranking.differences
 
     return fit
 
