@@ -228,8 +228,8 @@ def test_a_dry_run_plans_the_rounds_and_their_cap_and_writes_nothing(project: Pa
     result = CliRunner().invoke(cli, [*command, "--design", "adaptive:40"])
     assert result.exit_code == 0, result.output
     assert (
-        "design adaptive: a budget of 40 judge calls (seed 0): 24 calls in the rounds chosen so "
-        "far; each later round up to 4 calls, at most 40 calls across all rounds"
+        "design adaptive: a budget of 40 judge calls (seed 0): round 0: 24 calls; then up to 4 "
+        "round(s) of up to 4 calls each; at most 40 calls across all rounds"
     ) in result.output
     assert not (project / "runs/s/designs.jsonl").exists()
     assert not (project / "runs/s/verdicts.jsonl").exists()

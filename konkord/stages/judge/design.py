@@ -206,16 +206,24 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
 
 
 def planned_rounds_line(spec: RunSpec, judges: tuple[str, ...]) -> str | None:
-    """What a dry run says of the design: the calls its rounds plan, and the cap across them."""
+    """What a dry run says of the design: the calls of each round chosen so far, what the
+    later rounds may call, and the cap across them all."""
     if spec.design.kind == "all":
         return None
-    owed = designed_pairs(spec, EvidenceLog(spec.run_dir)) or set()
-    calls = len(owed) * 2 * len(judges)
+    log = EvidenceLog(spec.run_dir)
+    owed = designed_pairs(spec, log) or set()
+    per_pair = 2 * len(judges)
     if spec.design.kind == "random":
-        return f"design {spec.design.label}: {calls:,} calls in one round"
+        return f"design {spec.design.label}: {len(owed) * per_pair:,} calls in one round"
+    recorded = rounds(spec, log)
+    sizes = [(int(r["round"]), len(r["rows"])) for r in recorded] or [(0, len(start_design(spec)))]
+    chosen = "; ".join(f"round {number}: {size * per_pair:,} calls" for number, size in sizes)
     budget = spec.design.budget
-    per_round = max(1, math.ceil(spec.design.round_share * budget_pairs(spec))) * 2 * len(judges)
+    if recorded and recorded[-1].get("stop"):
+        return f"design {spec.design.label}: {chosen}; stopped: {recorded[-1]['stop']}"
+    round_pairs = max(1, math.ceil(spec.design.round_share * budget_pairs(spec)))
+    later = math.ceil(max(0, budget_pairs(spec) - len(owed)) / round_pairs)
     return (
-        f"design {spec.design.label}: {calls:,} calls in the rounds chosen so far; each later "
-        f"round up to {per_round:,} calls, at most {budget:,} calls across all rounds"
+        f"design {spec.design.label}: {chosen}; then up to {later} round(s) of up to "
+        f"{round_pairs * per_pair:,} calls each; at most {budget:,} calls across all rounds"
     )
