@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bs4 import BeautifulSoup
 from click.testing import CliRunner
+from conftest import REPO
 from openai_server import OpenAIServer, Reply
 
 from konkord.cli import cli
@@ -19,6 +22,7 @@ from konkord.configuration.judge_frame import split_framed_answers
 from konkord.configuration.runspec import resolve_run
 from konkord.evidence.log import EvidenceLog, now_iso
 from konkord.providers.budget import count_tokens
+from konkord.stages.build.build import build_site
 from konkord.stages.judge.judge import calls_to_make, judge_messages
 from konkord.stages.run import answer_key_hash, answer_messages
 
@@ -127,6 +131,20 @@ def test_the_cap_counts_every_round_and_a_rerun_pays_nothing_twice(
     prompts = [r["messages"][1]["content"] for r in openai_server.requests]
     assert len(prompts) == len(set(prompts)) == BUDGET  # nothing asked twice
     assert sum(v["cost_usd"] for v in verdicts) <= BUDGET * upper + 1e-12
+
+    # the design is stated on the leaderboard and the methodology page
+    for folder in ("templates", "content"):
+        shutil.copytree(REPO / folder, folder)
+    build_site(Path("public"), offline=True, runs_file=Path("runs.json"))
+    board = BeautifulSoup(Path("public/s/index.html").read_text(), "html.parser")
+    judged = "Judged 100 of 400 possible comparisons (every pair of models on every task): 25%."
+    assert any(judged in c.get_text(" ") for c in board.select("caption"))
+    method = BeautifulSoup(Path("public/s/methodology/index.html").read_text(), "html.parser")
+    sentences = [li.get_text(" ") for li in method.select("li")]
+    stated = f"Pair design: adaptive: a budget of {BUDGET} judge calls (seed 0). {judged}"
+    assert stated in sentences
+    chosen = len(again) - 1
+    assert any(f"A balanced random start, then {chosen} round(s)" in s for s in sentences)
 
 
 def test_a_dry_run_says_the_calls_of_each_round(run: Path, openai_server: OpenAIServer) -> None:
