@@ -1,13 +1,19 @@
-"""--max-cost and --dry-run under an adaptive design: the cap counts the calls of every round,
-a rerun after the cap stopped it goes on with the same rounds and pays for nothing twice, and
-a dry run says what each round may call."""
+"""--max-cost, --dry-run and kill -9 under an adaptive design: the cap counts the calls of
+every round, a rerun after the cap or a kill mid-round goes on with the same rounds and pays
+for nothing twice, a dry run says what each round may call, and the site states the design."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +179,56 @@ def test_a_dry_run_says_the_calls_of_each_round(run: Path, openai_server: OpenAI
         rf"to [1-4] round\(s\) of up to 20 calls each; at most {BUDGET} calls across all rounds",
         output,
     ), output
+
+
+def test_kill_9_mid_round_and_the_rerun_goes_on_with_the_same_rounds(
+    run: Path, openai_server: OpenAIServer, project: Path
+) -> None:
+    spec = resolve_run("s")
+    start_calls = len(calls_to_make(spec, (JUDGE,)))
+    tokens_in = count_tokens(JUDGE, judge_messages(spec, calls_to_make(spec, (JUDGE,))[0]))
+    quick = judge_by_quality(tokens_in)
+
+    def slow(body: dict[str, Any], n: int) -> Reply:
+        reply = quick(body, n)
+        reply.delay_s = 0.05
+        return reply
+
+    openai_server.responder = slow
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "konkord.cli", "judge", "--run", "s", "--concurrency", "1"]
+    child = subprocess.Popen(
+        command, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    designs, verdicts = run / "designs.jsonl", run / "verdicts.jsonl"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            made = verdicts.read_bytes().count(b"\n") if verdicts.exists() else 0
+            if made >= start_calls + 4 and b'"round": 1' in designs.read_bytes():
+                break  # round 1 chosen and partly judged
+            if child.poll() is not None:
+                pytest.fail(f"the judge ended early: {child.stderr.read().decode()}")  # type: ignore[union-attr]
+            time.sleep(0.01)
+        else:
+            pytest.fail("round 1 was never reached")
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    before = lines(designs)
+    made = lines(verdicts)
+    assert start_calls < len(made) < BUDGET
+    openai_server.responder = quick
+    code, output = judge_cli()
+    assert code == 0, output
+    after = lines(designs)
+    assert after[: len(before)] == before  # the rounds chosen before the kill, unchanged
+    assert after[-1]["stop"]
+    done = lines(verdicts)
+    owed = {tuple(row) for r in after for row in r["rows"]}
+    assert {(v["task_id"], v["model_a"], v["model_b"]) for v in done} == owed
+    assert len(done) == BUDGET
+    prompts = Counter(r["messages"][1]["content"] for r in openai_server.requests)
+    assert len(prompts) == BUDGET
+    assert sum(prompts.values()) - BUDGET <= 1  # at most the one call in flight at the kill
