@@ -64,12 +64,35 @@ def split_unit(unit: str) -> tuple[str, int | None]:
     return unit, None
 
 
+def conversation_turn(unit: str) -> tuple[str, int]:
+    """(conversation, turn) of a judged id, for everything that must keep a conversation's
+    turns together: a conversation's turn ("poem-t2") and an MT-Bench turn the import wrote as a
+    task of its own ("q81-t2") are turn 2 of "poem" and "q81"; any other task is a conversation
+    of one turn, turn 1 of itself."""
+    base, turn = split_unit(unit)
+    return (unit, 1) if turn is None else (base, turn)
+
+
 def task_clusters(task_ids: list[str]) -> dict[str, int]:
     """Index per task id, and the same index for each turn of a conversation under its
     `unit_id`: turns are separate comparisons within one task, so the bootstrap, which
-    resamples task indices, still resamples whole tasks."""
-    index = {task_id: k for k, task_id in enumerate(task_ids)}
+    resamples task indices, still resamples whole tasks. Tasks that are one conversation's
+    turns (the MT-Bench import's "q81-t1" and "q81-t2") share their conversation's index too.
+    Indices are dense from 0, at most one per task id."""
+    conversations: dict[str, int] = {}
+    index = {
+        task_id: conversations.setdefault(
+            conversation_turn(task_id)[0], len(conversations)
+        )
+        for task_id in task_ids
+    }
     return _ClusterIndex(index)
+
+
+def conversation_count(task_ids: list[str]) -> int:
+    """How many conversations (`task_clusters`' indices) a suite's tasks make: what the
+    bootstrap and the sign test count as tasks."""
+    return len({conversation_turn(task_id)[0] for task_id in task_ids})
 
 
 class _ClusterIndex(dict[str, int]):

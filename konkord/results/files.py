@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
@@ -56,24 +56,29 @@ def task_folder(path: Path, run: str) -> Path:
     return path.parent / f"{run}.tasks"
 
 
-def dump_results(results: TasksHolder, path: Path) -> bytes:
+def dump_results(
+    results: TasksHolder, path: Path, tasks: Iterable[TaskView] | None = None
+) -> bytes:
     """The results file's bytes, writing the task files first when the tasks are large.
 
     Each task is serialised by pydantic straight to bytes, one at a time, so the whole file is
     never held as Python objects and bytes at once; the tasks' bytes are kept only while they
-    fit under INLINE_TASKS_MAX.
+    fit under INLINE_TASKS_MAX. `tasks`, when given, stands for `results.tasks`: made one at a
+    time by the report, each task is written and let go before the next is made.
     """
-    held: list[bytes] = []
+    held: list[tuple[TaskView, bytes]] = []
+    ids: list[str] = []
     size = 0
     folder = task_folder(path, results.run)
     digest = hashlib.sha256()
     split = False
-    for task in results.tasks:
+    for task in results.tasks if tasks is None else tasks:
         data = task.model_dump_json(indent=1).encode()
+        ids.append(task.id)
         if not split and size + len(data) > INLINE_TASKS_MAX:
             split = True
             folder.mkdir(parents=True, exist_ok=True)
-            for earlier, held_data in zip(results.tasks, held, strict=False):
+            for earlier, held_data in held:
                 _write_task(folder, earlier.id, held_data)
                 digest.update(held_data)
             held = []
@@ -81,13 +86,13 @@ def dump_results(results: TasksHolder, path: Path) -> bytes:
             _write_task(folder, task.id, data)
             digest.update(data)
         else:
-            held.append(data)
+            held.append((task, data))
             size += len(data)
     if not split:
         _remove_task_files(folder, keep=set())
-        whole = results.model_copy(update={"task_files": None}) if results.task_files else results
+        inline = [task for task, _ in held]
+        whole = results.model_copy(update={"tasks": inline, "task_files": None})
         return whole.model_dump_json(indent=1).encode() + b"\n"
-    ids = [task.id for task in results.tasks]
     _remove_task_files(folder, keep=set(ids))
     fsync_dir(folder)
     files = TaskFiles(folder=folder.name, ids=ids, sha256=digest.hexdigest())

@@ -8,6 +8,7 @@ clear error, never a silent misreading.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +16,7 @@ from pydantic import Field, ValidationError
 
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
-from konkord.results.base import Interval, Proportion, Strict
+from konkord.results.base import Claim, Interval, Proportion, Strict
 from konkord.results.files import dump_results, load_tasks
 from konkord.results.judging import (
     AnchoredHoldout,
@@ -51,6 +52,7 @@ from konkord.results.tasks import (
     TaskFiles,
     TaskView,
     TurnLine,
+    TurnRating,
 )
 
 # The schema is split by what it describes (base, judging, style, tasks);
@@ -106,6 +108,7 @@ __all__ = [
     "TaskMean",
     "TaskView",
     "TurnLine",
+    "TurnRating",
     "json_schema",
     "read_results",
     "write_results",
@@ -145,15 +148,6 @@ class PairComparison(Strict):
     sign_test_p: float | None = Field(
         default=None, description="Exact two-sided sign test over tasks of per-task scores."
     )
-
-
-class Claim(Strict):
-    """A sentence the data supports, or an honest statement that it does not separate two models."""
-
-    kind: Literal["above", "not_separated"]
-    text: str
-    models: list[str]
-    tasks_needed: int | None = None
 
 
 class BootstrapInfo(Strict):
@@ -389,12 +383,15 @@ def read_results(path: Path | str, tasks: bool = True) -> Results:
     return load_tasks(path, results, parse=tasks)
 
 
-def write_results(results: Results, path: Path | str) -> None:
+def write_results(
+    results: Results, path: Path | str, tasks: Iterable[TaskView] | None = None
+) -> None:
     """Write a results file atomically (a crash never leaves half a file); a large run's tasks
-    go to a file each beside it (konkord/results_files.py). Serialised by pydantic straight to
-    bytes, one task at a time, never as a second copy of the whole file in Python objects."""
+    go to a file each beside it (konkord/results/files.py). Serialised by pydantic straight to
+    bytes, one task at a time, never as a second copy of the whole file in Python objects;
+    `tasks`, when given, stands for `results.tasks` and is consumed as it is written."""
     path = Path(path)
-    write_atomic(path, dump_results(results, path))
+    write_atomic(path, dump_results(results, path, tasks))
 
 
 def json_schema() -> dict[str, Any]:

@@ -151,7 +151,7 @@ def calibration_block(
         )
     human = [c.human for c in comparisons]
     judged = [c.judge for c in comparisons]
-    tasks = [c.task_id for c in comparisons]
+    tasks = [c.conversation for c in comparisons]  # a conversation's turns are one cluster
     consistent = [c for c in comparisons if not c.verdict.flipped]
     flipped = [c for c in comparisons if c.verdict.flipped]
     items = {(c.task_id, c.model_a, c.model_b): c.verdict.flipped for c in comparisons}
@@ -160,7 +160,9 @@ def calibration_block(
     def agree(group: list[Comparison]) -> R.Proportion:
         return from_agreement(
             exact_agreement(
-                [c.human for c in group], [c.judge for c in group], [c.task_id for c in group]
+                [c.human for c in group],
+                [c.judge for c in group],
+                [c.conversation for c in group],
             )
         )
 

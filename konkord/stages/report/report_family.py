@@ -59,6 +59,7 @@ def mark_self_family(
         )
         for note in found
     ]
-    for claim in block.claims:
+    turn_claims = [claim for line in block.by_turn for claim in line.claims]
+    for claim in [*block.claims, *turn_claims]:
         if own & set(claim.models) and not claim.text.endswith(CAVEAT):
             claim.text = claim.text.rstrip(".") + CAVEAT + "."
