@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import pydantic_core
 
@@ -40,6 +40,8 @@ STREAM_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 _TAIL_CHUNK = 65536
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class TornLineWarning(UserWarning):
@@ -179,25 +181,39 @@ class EvidenceLog:
         streams, so the parse is kept (see `ParsedStreams`) until the file changes. The records
         returned are shared; a caller must not change them.
         """
+        return self.read_into(stream, RecordList, PARSED)
+
+    def read_into(
+        self, stream: str, collector: Callable[[], Collector[T]], cache: ParsedStreams
+    ) -> T:
+        """A stream parsed a chunk at a time into what `collector` makes of its records (a list
+        of them, or columns: `konkord.evidence.verdict_table`), kept in `cache` until the file
+        changes; a torn last line is skipped and reported."""
         path = self.path(stream)
         try:
             handle = open(path, "rb")  # noqa: SIM115 (closed by the `with` below)
         except FileNotFoundError:
-            return ReadResult([], False)
+            return collector().result(path, False)
         except OSError as exc:
             raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
         with handle:
-            cached = self._read_locked(path, handle)
-        if cached.torn:
+            made, torn = self._read_locked(path, handle, collector, cache)
+        if torn:
             warnings.warn(
                 f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
                 "and will be cut away (kept in a .torn file) on the next append",
                 TornLineWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return cached
+        return made
 
-    def _read_locked(self, path: Path, handle: BinaryIO) -> ReadResult:
+    def _read_locked(
+        self,
+        path: Path,
+        handle: BinaryIO,
+        collector: Callable[[], Collector[T]],
+        cache: ParsedStreams,
+    ) -> tuple[T, bool]:
         """The parse of an open stream, made under a shared lock (never half of a record
         another process is writing). A file that ends with a newline is whole up to the size
         seen under the lock, and appends only add after it: the lock is let go before its
@@ -208,19 +224,21 @@ class EvidenceLog:
         try:
             stat = os.fstat(fd)
             version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-            cached = PARSED.get(path, version)
+            cached: tuple[T, bool] | None = cache.get(path, version)
             if cached is not None:
                 return cached
             if stat.st_size == 0 or os.pread(fd, 1, stat.st_size - 1) == b"\n":
                 fcntl.flock(fd, fcntl.LOCK_UN)  # a torn tail may be cut: then keep the lock
                 locked = False
-            cached = parse_stream(path, handle, stat.st_size)
+            made = collector()
+            torn = parse_stream(path, handle, stat.st_size, made)
+            cached = (made.result(path, torn), torn)
         except OSError as exc:
             raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
         finally:
             if locked:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        PARSED.put(path, version, cached)
+        cache.put(path, version, cached)
         return cached
 
     def records(self, stream: str) -> list[Record]:
@@ -238,14 +256,39 @@ class EvidenceLog:
         return out
 
 
-def parse_stream(path: Path, handle: BinaryIO, size: int) -> ReadResult:
-    """The first `size` bytes of a stream as records, read and parsed a chunk of whole lines at
-    a time (each chunk parsed as one JSON array, its newlines turned into commas): the file is
-    never held whole, so a 300 MB verdict log costs its records and one chunk, not its bytes
-    twice over. A chunk that does not parse that way (a blank line, a bad record) is read line
-    by line, which names the line at fault."""
-    records: list[Record] = []
+class Collector(Protocol[T_co]):
+    """What a stream's records are gathered into as its chunks are parsed."""
+
+    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
+        """The records of `chunk`, whole lines beginning at byte `start` of the file."""
+
+    def result(self, path: Path, torn: bool) -> T_co:
+        """What the stream is, once every chunk was added."""
+        ...
+
+
+class RecordList:
+    """The plain collector: every record, in write order."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
+        self.records.extend(records)
+
+    def result(self, path: Path, torn: bool) -> ReadResult:
+        return ReadResult(self.records, torn)
+
+
+def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) -> bool:
+    """The first `size` bytes of a stream parsed into `into`, read and parsed a chunk of whole
+    lines at a time (each chunk parsed as one JSON array, its newlines turned into commas): the
+    file is never held whole, so a 300 MB verdict log costs what is kept of its records and one
+    chunk, not its bytes twice over. A chunk that does not parse that way (a blank line, a bad
+    record) is read line by line, which names the line at fault. Returns whether the last line
+    was torn."""
     lines_before = 0  # lines (blank ones too) in the chunks already parsed
+    start = 0  # where the next chunk begins in the file
     rest = b""
     left = size
     while left > 0:
@@ -259,15 +302,17 @@ def parse_stream(path: Path, handle: BinaryIO, size: int) -> ReadResult:
             rest = data
             continue
         chunk, rest = data[:end], data[end:]
-        lines_before = _parse_chunk(path, chunk, lines_before, records)
+        into.add(_parse_chunk(path, chunk, lines_before), chunk, start)
+        lines_before += chunk.count(b"\n")
+        start += len(chunk)
     torn = bool(rest.strip()) and not _parses_as_record(rest)
     if rest.strip() and not torn:  # a whole record that lost its newline
-        _parse_chunk(path, rest + b"\n", lines_before, records)
-    return ReadResult(records, torn)
+        into.add(_parse_chunk(path, rest + b"\n", lines_before), rest, start)
+    return torn
 
 
-def _parse_chunk(path: Path, chunk: bytes, lines_before: int, records: list[Record]) -> int:
-    """Parse a chunk of whole lines onto `records`; returns the lines counted so far."""
+def _parse_chunk(path: Path, chunk: bytes, lines_before: int) -> list[Record]:
+    """The records of a chunk of whole lines, the first `lines_before` lines into the file."""
     parsed = _parse_array(_as_array(chunk)) if chunk.strip() else []
     if parsed is None:  # blank lines, or a record that is not JSON
         lines = [line for line in chunk.split(b"\n") if line.strip()]
@@ -282,8 +327,7 @@ def _parse_chunk(path: Path, chunk: bytes, lines_before: int, records: list[Reco
             f"{path}:{lines_before + numbers[index]}: {problem}; was the evidence log edited "
             "by hand? Restore it from git"
         )
-    records.extend(parsed or [])
-    return lines_before + chunk.count(b"\n")
+    return parsed or []
 
 
 _COMMAS = bytes.maketrans(b"\n", b",")
@@ -336,14 +380,14 @@ class ParsedStreams:
     a rewrite the inode or the time, so a changed file is parsed again."""
 
     def __init__(self) -> None:
-        self._parsed: dict[str, tuple[tuple[int, ...], ReadResult]] = {}
+        self._parsed: dict[str, tuple[tuple[int, ...], Any]] = {}
 
-    def get(self, path: Path, version: tuple[int, ...]) -> ReadResult | None:
-        """The parse of `path` if it was made from this version of the file."""
+    def get(self, path: Path, version: tuple[int, ...]) -> Any:
+        """The parse of `path` if it was made from this version of the file, else None."""
         found = self._parsed.get(str(path.resolve()))
         return found[1] if found is not None and found[0] == version else None
 
-    def put(self, path: Path, version: tuple[int, ...], parsed: ReadResult) -> None:
+    def put(self, path: Path, version: tuple[int, ...], parsed: Any) -> None:
         self._parsed[str(path.resolve())] = (version, parsed)
 
     def clear(self) -> None:

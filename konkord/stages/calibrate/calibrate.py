@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate_agreement import (
     Comparison,
@@ -60,7 +60,7 @@ def _answer_length(
     return (len(str(texts[0])) + len(str(texts[1]))) / 2
 
 
-def _verdict_text(record: Record | None) -> str | None:
+def _verdict_text(record: VerdictRecord | None) -> str | None:
     if record is None:
         return None
     if record.get("kind") != "verdict":
@@ -68,7 +68,7 @@ def _verdict_text(record: Record | None) -> str | None:
     return None if record.get("winner") is None else str(record.get("winner"))
 
 
-def _rationale(record: Record | None) -> str | None:
+def _rationale(record: VerdictRecord | None) -> str | None:
     return None if record is None or record.get("rationale") is None else str(record["rationale"])
 
 

@@ -4,14 +4,14 @@ its results file and printed (how a judge is measured against people: calibrate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from konkord.configuration.display_names import rename_text, shown
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
-from konkord.evidence.verdicts import combine_verdicts
+from konkord.evidence.verdicts import VerdictRecord, combine_verdicts
 from konkord.results import schema as R
 from konkord.results.schema import read_results, write_results
 from konkord.stages.calibrate.calibrate import calibration_block
@@ -59,7 +59,7 @@ def calibrate_run(
     for block in results.judge_blocks:
         if judge is not None and judge not in (block.judge, block.route_name):
             continue
-        records = decisions.judge_records.get(block.judge, [])
+        records: Sequence[VerdictRecord] = decisions.judge_records.get(block.judge, [])
         if cascade is not None and block.judge == cascade.plan.strong:
             # the block ranks the cascade's verdicts: calibrate those
             records = final_records(cascade)

@@ -8,7 +8,7 @@ recomposed from the suite, so the site prints what actually ran.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,12 @@ from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, judges_in_log
+from konkord.evidence.verdicts import (
+    CombinedVerdict,
+    VerdictRecord,
+    combine_verdicts,
+    judges_in_log,
+)
 from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.results.schema import write_results
@@ -70,7 +75,7 @@ def _objective(
     spec: RunSpec,
     checks: dict[tuple[str, str, str], Record],
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     labels: list[Record],
 ) -> dict[str, Any] | None:
     """The judge (and people) against executed tests, where the suite's tasks declare tests."""
@@ -166,10 +171,11 @@ def report_parts(
     ]
     routes: list[R.RouteRow] = []
     for judge in judges:
-        records = decisions.judge_records[judge]
+        records: Sequence[VerdictRecord] = decisions.judge_records[judge]
+        combined = decisions.combined[judge]  # combined once, by the decisions view
         if cascade is not None and judge == cascade.plan.strong:
             records = final_records(cascade)
-        combined = combine_verdicts(records)
+            combined = combine_verdicts(records)
         combined_by_judge[judge] = combined
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = judge_calibration(spec, log, judge, combined, answers, labels)

@@ -3,6 +3,7 @@ intervals, pairwise differences, rank groups, claims, and the diagnostics of the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count, task_clusters
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, current_frame_hash
 from konkord.results import schema as R
 from konkord.stages.current import finite, interval, positional, proportion, system_prompt_for
 from konkord.stages.report.freshness import ReportOptions
@@ -35,7 +36,7 @@ def judge_block(
     log: EvidenceLog,
     judge: str,
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     answers: dict[tuple[str, str], Record],
     options: ReportOptions,
 ) -> R.JudgeBlock:
@@ -191,7 +192,7 @@ def _diagnostics(
     spec: RunSpec,
     comp: Any,
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     answers: dict[tuple[str, str], Record],
     point: Any,
     models: list[str],
