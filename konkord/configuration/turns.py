@@ -131,3 +131,34 @@ def turn_fields(turn: object) -> dict[str, Any]:
     if isinstance(turn, Turn):
         return turn.model_dump(exclude_defaults=True)
     return dict(turn) if isinstance(turn, dict) else {"prompt": turn}
+
+
+def turn_like_id_problem(tasks: list[tuple[str, bool]]) -> tuple[int, str] | None:
+    """(index, message) of the first single-turn task whose id reads as a turn that is not
+    there, else None. Ids ending in `-t<N>` are read as turn N of one conversation wherever
+    turns are kept together (intervals, per-turn calibration), as the MT-Bench import names a
+    question's turns (`q81-t1`, `q81-t2`). So such ids must come as a whole series from `-t1`,
+    beside no task of the bare name: a lone `budget-t2` is never read as a turn of a task that
+    is not there. `tasks` holds (id, is a conversation of several turns) in suite order."""
+    ids = {task_id for task_id, _ in tasks}
+    series: dict[str, set[int]] = {}
+    for task_id, multi_turn in tasks:
+        base, turn = split_unit(task_id)
+        if turn is not None and not multi_turn:
+            series.setdefault(base, set()).add(turn)
+    for index, (task_id, multi_turn) in enumerate(tasks):
+        base, turn = split_unit(task_id)
+        if turn is None or multi_turn:
+            continue
+        missing = sorted(set(range(1, max(series[base]) + 1)) - series[base])
+        if base in ids or (missing and turn > missing[0]):
+            why = (
+                f'the suite also has a task "{base}"'
+                if base in ids
+                else f'the suite has no "{base}-t{missing[0]}"'
+            )
+            return index, (
+                f'tasks[{index}].id "{task_id}" reads as turn {turn} of "{base}" (ids ending '
+                f"in -t<N> are kept for a conversation's turns), but {why}; rename it"
+            )
+    return None

@@ -188,11 +188,14 @@ def pass_rates_block(
     """Per-model pass rates per check with task-bootstrap intervals, where checks were run."""
     if not checks:
         return []
+    from konkord.configuration.turns import task_clusters
     from konkord.stats import wilson_interval
     from konkord.stats.passrates import pass_rates
 
     models = list(spec.models)
     task_ids = spec.suite.judged_ids()
+    index = task_clusters(task_ids)  # a conversation's turns resample together
+    clusters = [index[task_id] for task_id in task_ids]
     rows: list[R.PassRate] = []
     for check in sorted({str(k[2]) for k in checks}):
         outcome = np.full((len(task_ids), len(models)), np.nan)
@@ -201,7 +204,7 @@ def pass_rates_block(
                 rec = checks.get((task_id, model, check))
                 if rec is not None and (task_id, model) in answers:
                     outcome[t, m] = 1.0 if rec.get("passed") else 0.0
-        for rate in pass_rates(outcome, models, check):
+        for rate in pass_rates(outcome, models, check, clusters=clusters):
             low, high = rate.low, rate.high
             if rate.n:
                 # With one answer per task, the task bootstrap of a pass rate collapses to a
