@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -79,19 +80,19 @@ class _Builder:
         self.lengths.append(lengths[kept])
         codes = self.codes
         for name in CODED:
-            values = [r.get(name, _MISSING) for r in records]
+            values = _field(records, name)
             for new in set(values).difference(codes):
                 codes[new] = len(self.pool)
                 self.pool.append(new)
             self.coded[name].append(np.fromiter(map(codes.__getitem__, values), np.int32))
         for name in (*INTS, *FLOATS):
-            values = [r.get(name, _MISSING) for r in records]
+            values = _field(records, name)
             state = np.fromiter(map(_STATES.__getitem__, map(_state_key, values)), np.int8)
             filled = [v if type(v) in (int, float) else 0 for v in values]
             kind = np.int64 if name in INTS else np.float64
             self.nums[name].append((np.array(filled, dtype=kind), state))
         for name in FLAGS:
-            flags = [r.get(name, _MISSING) for r in records]
+            flags = _field(records, name)
             self.flags[name].append(
                 np.array(
                     [0 if f is _MISSING else 1 if f is None else 3 if f else 2 for f in flags],
@@ -99,7 +100,7 @@ class _Builder:
                 )
             )
         for name in TEXTS:
-            self.texts[name].extend([r.get(name, _MISSING) for r in records])
+            self.texts[name].extend(_field(records, name))
         for name in FROM_FILE:
             self.files[name].append(np.array([name in r for r in records], dtype=bool))
         for n, record in enumerate(records):
@@ -129,6 +130,13 @@ class _Builder:
             offsets=joined(self.offsets, np.int64),
             lengths=joined(self.lengths, np.int64),
         )
+
+
+def _field(records: list[Record], name: str) -> list[Any]:
+    """Field `name` of every record (`_MISSING` where absent), asked in C: no Python frame per
+    record."""
+    count = len(records)
+    return list(map(dict.get, records, repeat(name, count), repeat(_MISSING, count)))
 
 
 def _state_key(value: Any) -> Any:
