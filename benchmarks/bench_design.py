@@ -239,6 +239,15 @@ def main() -> None:
             for name, rows_ in results.items()
         )
     )
+    if "adaptive" in results and "random" in results:
+        paired = np.array(
+            [
+                a["neighbours"] - r["neighbours"]
+                for a, r in zip(results["adaptive"], results["random"], strict=True)
+            ]
+        )
+        print(f"adaptive - random, neighbours separated, paired over fields: {paired.mean():+.2f} "
+              f"(standard error {paired.std(ddof=1) / np.sqrt(paired.size):.2f})")  # fmt: skip
     if rounds:
         print(f"adaptive rounds after the start: median {int(np.median(rounds))}, "
               f"range {min(rounds)}-{max(rounds)}")  # fmt: skip

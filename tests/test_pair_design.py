@@ -90,7 +90,8 @@ def test_next_round_spends_its_quota_on_open_neighbours_on_unjudged_tasks() -> N
 def test_a_round_spends_its_quota_where_it_separates_most_not_evenly() -> None:
     """A neighbour whose gap is small against its interval is out of reach and gets nothing;
     two open neighbours share the round by what each share adds to the expected separations,
-    not evenly, and the whole quota is spent on tasks not judged yet."""
+    not evenly, and the whole quota is spent on tasks not judged yet, the two pairs on the
+    same tasks where they can (the sign test then sees the shared model in both)."""
     m, t = 3, 200
     order = np.array([0, 1, 2])
     supported = np.zeros((m, m), dtype=bool)
@@ -113,6 +114,10 @@ def test_a_round_spends_its_quota_where_it_separates_most_not_evenly() -> None:
     assert abs(given[(0, 1)] - given[(1, 2)]) > 20  # an even share would be 50 and 50
     rows = {tuple(r) for r in two.design.tolist()}
     assert len(rows) == 100 and not any(judged[t_, i, j] for t_, i, j in rows)
+    # pairs sharing a model share tasks: model 1 meets both others on the smaller pair's tasks
+    tasks = {pair: {t_ for t_, i, j in rows if (i, j) == pair} for pair in [(0, 1), (1, 2)]}
+    smaller, larger = sorted(tasks.values(), key=len)
+    assert smaller <= larger
 
 
 def test_designs_parse_from_runs_json_and_the_command_line() -> None:

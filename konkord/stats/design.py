@@ -191,8 +191,15 @@ def next_round(
         min(round_pairs, pairs_left), crit, candidates,
     )  # fmt: skip
     rows: list[IntArray] = []
-    for (i, j), count in sorted(given.items()):
-        tasks = np.sort(rng.choice(np.flatnonzero(~judged[:, i, j]), size=count, replace=False))
+    # Pairs that share a model go to the same tasks where they can: on those tasks the sign
+    # test sees each model in several comparisons, against opponents the other met too.
+    touched = np.zeros((n_tasks, m))
+    for (i, j), count in sorted(given.items(), key=lambda item: (-item[1], item[0])):
+        pull = touched[:, i] + touched[:, j] + rng.random(n_tasks)
+        pull[judged[:, i, j]] = -np.inf
+        tasks = np.sort(np.argsort(-pull, kind="stable")[:count])
+        touched[tasks, i] += 1.0
+        touched[tasks, j] += 1.0
         rows.append(np.stack([tasks, np.full(count, i), np.full(count, j)], axis=1))
     for up, low in open_pairs:
         i, j = min(up, low), max(up, low)

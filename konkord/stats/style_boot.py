@@ -284,8 +284,8 @@ def _style_bootstrap(
     wins = np.concatenate([np.zeros((0, m, m)), *resampled_wins(scores, n_resamples, seed, m),
                            *left_out_wins(scores, wins_all)])
     per_task = np.einsum("ts,tsk->tk", centred, sub.x)
-    sums = _FitSums(wins, np.concatenate([weights @ per_task, per_task.sum(axis=0)[None] - per_task]),
-                    slot_features.astype(np.float32))
+    feature_centred = np.concatenate([weights @ per_task, per_task.sum(axis=0)[None] - per_task])
+    sums = _FitSums(wins, feature_centred, slot_features.astype(np.float32))
     theta = theta_hat + first
     shift = np.zeros((n_fits, m))  # the style's share of each score at each fit's last pass
     moved = np.zeros((n_fits, n_params))  # and each fit's step since that pass
@@ -353,8 +353,8 @@ def _style_bootstrap(
     # The log-strengths by the plain bootstrap's Newton method, resamples and jackknife alike.
     init = style.fit.log_strength
     fits = [
-        fit_batches([wins[:n_resamples]] if n_resamples else [], n_resamples, m, prior, init, workers,
-                    offsets=shift[:n_resamples]),
+        fit_batches([wins[:n_resamples]] if n_resamples else [], n_resamples, m, prior, init,
+                    workers, offsets=shift[:n_resamples]),
         fit_batches([wins[n_resamples:]], n_units, m, prior, init, workers,
                     jackknife_first_step(wins_all, init, prior, n_units),
                     offsets=shift[n_resamples:]),
