@@ -123,3 +123,44 @@ def test_a_suite_mixing_conversations_and_single_prompts_counts_those_as_turn_on
     assert rows[0].startswith(f"Turn 1 (with {n} single-turn task")
     note = page.select_one("p.single-turn-note")
     assert note is not None and "count" in note.get_text() and "as turn 1" in note.get_text()
+
+
+def test_every_ranking_of_a_conversation_run_uses_every_turn(project: Path) -> None:
+    """The style-controlled fit, the anchored ranking and the judge panel find a turn's
+    verdicts under its conversation, as the plain ranking does: none of them may drop the
+    turns (before, a turn id was "not in" the task index that `[]` answered for, and a
+    conversation run had no style block at all)."""
+    from konkord.results.schema import read_results
+
+    suite = yaml.safe_load(SUITE.read_text())
+    (project / "talk.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
+    judges = [
+        "sim-judge/referee:accuracy=0.85,tie_rate=0.1",
+        "sim-judge/careful:accuracy=0.95,tie_rate=0.1",
+        "sim-judge/verbose:accuracy=0.6,length_bias=0.9",
+    ]
+    run = {
+        "name": "talk", "suite": "talk.yaml",
+        "models": ["sim/atlas:strength=1.5", "sim/birch:strength=0.3", "sim/cedar:strength=-1.0"],
+        "judges": judges,
+        "label_plan": {"n": 40, "seed": 0,
+                       "simulated_labellers": [{"name": "sim-ana", "accuracy": 0.9}]},
+    }  # fmt: skip
+    (project / "runs.json").write_text(json.dumps({"runs": [run]}))
+    runner = CliRunner()
+    for command in (["run"], ["judge"]):
+        result = runner.invoke(cli, [*command, "--run", "talk"])
+        assert result.exit_code == 0, result.output
+    simulate_plan_labels(resolve_run("talk"))
+    result = runner.invoke(cli, ["report", "--run", "talk"])
+    assert result.exit_code == 0, result.output
+    results = read_results(resolve_run("talk").results_path)
+    conversations = len(suite["tasks"])
+    every_turn = conversations * 2 * 3  # two turns, three pairs of models
+    for block in results.judge_blocks:
+        assert block.style is not None, block.judge
+        assert block.style.judge.comparisons == every_turn, block.judge
+        assert block.anchored is not None and block.anchored.judged == every_turn
+    panel = results.judge_panel
+    assert panel is not None
+    assert {s.consistency.tasks for s in panel.standings} == {conversations}

@@ -100,9 +100,18 @@ class _ClusterIndex(dict[str, int]):
 
     def __missing__(self, key: str) -> int:
         base, turn = split_unit(key)
-        if turn is None or base not in self:
+        if turn is None or not dict.__contains__(self, base):
             raise KeyError(key)
         return self[base]
+
+    def __contains__(self, key: object) -> bool:
+        # `in` must agree with `[]`: a turn id is in the index when its conversation is
+        if dict.__contains__(self, key):
+            return True
+        if not isinstance(key, str):
+            return False
+        base, turn = split_unit(key)
+        return turn is not None and dict.__contains__(self, base)
 
 
 class Turn(BaseModel):
