@@ -126,7 +126,20 @@ def test_designs_parse_from_runs_json_and_the_command_line() -> None:
     assert parse_design({"random": {"k": 4, "seed": 9}}) == PairDesign("random", k=4, seed=9)
     assert parse_design({"adaptive": {"budget": 500}}).budget == 500
     assert parse_design("adaptive:40").kind == "adaptive"
-    for bad in ("some", {"random": 0}, {"adaptive": {"budget": 5, "k": 1}}, {"x": 1}):
+    shares = parse_design({"adaptive": {"budget": 90, "round_share": 0.2, "start_share": 0.5}})
+    assert (shares.round_share, shares.start_share) == (0.2, 0.5)
+    assert shares.as_json() == {
+        "adaptive": {"budget": 90, "seed": 0, "round_share": 0.2, "start_share": 0.5}
+    }
+    assert parse_design(shares.as_json()) == shares
+    # at the default start share the design's key is what it was before start_share was read
+    assert parse_design("adaptive:90").as_json() == {
+        "adaptive": {"budget": 90, "seed": 0, "round_share": 0.1}
+    }
+    for bad in (
+        "some", {"random": 0}, {"adaptive": {"budget": 5, "k": 1}}, {"x": 1},
+        {"adaptive": {"budget": 5, "start_share": 0}},
+    ):  # fmt: skip
         with pytest.raises(ValueError):
             parse_design(bad)
 
