@@ -15,9 +15,9 @@ from collections.abc import Callable
 from konkord.configuration.judge_frame import compose_system_prompt, frame_hash
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError, NotLaunched
-from konkord.evidence.log import AsyncAppender, EvidenceLog, Record
+from konkord.evidence.log import AsyncAppender, EvidenceLog
 from konkord.evidence.stopping import one_writer
-from konkord.evidence.verdicts import load_verdicts
+from konkord.evidence.verdicts import VerdictRecord, load_verdicts
 from konkord.providers.families import check_judge_independence
 from konkord.providers.llm import ModelClient
 from konkord.stages.judge.design import choose_round, design_summary, ranking_fit, record_start
@@ -194,7 +194,7 @@ async def _judge_pass(
     await asyncio.gather(*(judge_one(item) for item in todo))
     for judge in judges:
         done = done_keys(spec, log, judge, fhash, items, sent)
-        current: list[Record] = [
+        current: list[VerdictRecord] = [
             r
             for r in load_verdicts(log, judge, fhash)
             if (r["task_id"], r["model_a"], r["model_b"], r["order"], judge) in done
