@@ -196,12 +196,7 @@ class EvidenceLog:
             cached = parse_stream(path, content)
             PARSED.put(path, version, cached)
         if cached.torn:
-            warnings.warn(
-                f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
-                "and will be cut away (kept in a .torn file) on the next append",
-                TornLineWarning,
-                stacklevel=2,
-            )
+            warn_torn(path)
         return cached
 
     def records(self, stream: str) -> list[Record]:
@@ -217,6 +212,16 @@ class EvidenceLog:
             if where is None or where(record):
                 out[record_key(stream, record)] = record
         return out
+
+
+def warn_torn(path: Path) -> None:
+    """Say that a stream's last line is torn (ignored, cut away on the next append)."""
+    warnings.warn(
+        f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
+        "and will be cut away (kept in a .torn file) on the next append",
+        TornLineWarning,
+        stacklevel=3,
+    )
 
 
 def parse_stream(path: Path, content: bytes) -> ReadResult:

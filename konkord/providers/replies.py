@@ -36,14 +36,14 @@ class Replies(Generic[T]):
         self._ready.append((tag, outcome))
         self._landed.set()
 
-    async def take(self) -> list[tuple[T, Outcome]]:
-        """Every reply landed so far (at least one; waits for it)."""
+    async def take(self, most: int | None = None) -> list[tuple[T, Outcome]]:
+        """The replies landed so far, up to `most` (at least one: waits for it)."""
         while not self._ready:
             self._landed.clear()
             await self._landed.wait()
-        landed = list(self._ready)
-        self._ready.clear()
-        self.waiting -= len(landed)
+        count = len(self._ready) if most is None else min(most, len(self._ready))
+        landed = [self._ready.popleft() for _ in range(count)]
+        self.waiting -= count
         return landed
 
 

@@ -11,6 +11,7 @@ from konkord.configuration.judge_frame import FRAME_VERSION, frame_hash
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
+from konkord.evidence.stream import stream_records
 from konkord.evidence.verdicts import frame_hashes_of, load_verdicts
 from konkord.stages.judge.design import designed_pairs
 from konkord.stages.judge.judge_call import JudgeItem, judge_messages, message_sha
@@ -87,6 +88,54 @@ def done_keys(
         if wanted == record.get("message_sha"):
             done.add(key)
     return done
+
+
+# What the closing tally reads of a verdict (`combine_verdicts`): its pair, order, judge, winner
+# and the answers it was made on.
+TALLIED = (
+    "task_id", "model_a", "model_b", "order", "judge", "kind", "winner", "answer_a_sha",
+    "answer_b_sha",
+)
+
+
+def current_tallied(
+    spec: RunSpec,
+    log: EvidenceLog,
+    judges: tuple[str, ...],
+    fhash: str,
+    items: list[JudgeItem],
+    sent: dict[tuple[str, str, str, str, str], str],
+) -> dict[str, list[Record]]:
+    """Per judge, the `TALLIED` fields of each current verdict: the latest record of its key,
+    a verdict, made on exactly the message this run would send now (as `done_keys`). The log
+    is streamed, so only those few fields of each verdict are held, never the records.
+
+    `sent` holds the message hashes of the calls this process made; the rest are composed."""
+    latest: dict[tuple[str, str, str, str, str], tuple[Record, object] | None] = {}
+    wanted = set(judges)
+    for record in stream_records(log, "verdicts"):
+        if record.get("frame_hash") != fhash or record.get("judge") not in wanted:
+            continue
+        key = (
+            record["task_id"], record["model_a"], record["model_b"], record["order"],
+            record["judge"],
+        )
+        latest[key] = (
+            ({name: record.get(name) for name in TALLIED}, record.get("message_sha"))
+            if record.get("kind") == "verdict"
+            else None  # a failure supersedes an earlier verdict
+        )
+    owed = {item.key: item for item in items}
+    out: dict[str, list[Record]] = {judge: [] for judge in judges}
+    for key, found in latest.items():
+        item = owed.get(key)
+        if found is None or item is None:
+            continue
+        fields, made_on = found
+        asked = sent.get(key) or message_sha(judge_messages(spec, item)[1]["content"])
+        if asked == made_on:
+            out[item.judge].append(fields)
+    return out
 
 
 def failed_keys(log: EvidenceLog, judge: str, fhash: str) -> set[tuple[str, str, str, str, str]]:
