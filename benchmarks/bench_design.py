@@ -9,36 +9,43 @@ on every task once, and each design judges a subset of those same outcomes:
 
   all        every pair on every task (100% of the calls)
   random     K pairs per task, balanced and connected, K = --share of all pairs
-  adaptive   a balanced start of --start of the budget, then rounds of 10% of it given to
-             unseparated neighbours (konkord.stats.design.next_round) after each fit; budget =
-             --share of all the calls
+  adaptive   a balanced start of --start of the budget, then rounds of --round of it spent
+             where they most raise the expected neighbours separated
+             (konkord.stats.design.next_round) after each fit; budget = --share of all calls
 
-Every fit is the report's: task bootstrap (expanded BCa), Wald floors and the exact sign test
-(konkord.stats.gate). Columns per design, over the fields:
+Every design is simulated at the level of the statistics, with the code the judge stage runs:
+the same design functions, and every fit the report's (task bootstrap, expanded BCa; Wald
+floors; the exact sign test, allowing for the opponents each model met: konkord.stats.gate).
+Each interval is held to the value its estimator aims at under that design with endless tasks
+(`design_target`). Columns per design, over the fields:
 
-  calls        share of all-pairs calls used
-  neighbours   correctly supported neighbouring orderings (of 19, true order), mean
-  claims       supported orderings, mean
-  wrong        fields with at least one wrong claim (target <= 5%)
-  cover diff   coverage of all 190 pairwise difference intervals (target 93-97%)
-  cover nbr    coverage of the 19 true-neighbour difference intervals
+  calls used          share of all-pairs calls spent
+  neighbours          correctly supported neighbouring orderings (of 19, true order), mean
+  claims              supported orderings, mean
+  wrong claim         fields with at least one wrong claim (target <= 5%)
+  cover log-strength  coverage of each model's own log-strength (so rating) interval
+  cover expected / raw win rate   each model's own win-rate intervals
+  cover differences   all 190 pairwise difference intervals, and the 19 true neighbours'
+                      (targets 93-97%)
+A last line gives the neighbours whose difference interval excludes 0, before the sign test.
 
-Run: python benchmarks/bench_design.py [--fields 20] [--resamples 300] [--tasks 200]
+Run: python benchmarks/bench_design.py [--fields 400] [--resamples 300] [--designs all,random]
+(400 fields took 13-20 min on 2 shared cores.)
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 
 import numpy as np
 
-from konkord.stats.bt import Comparisons, comparisons
-from konkord.stats.design import next_round, random_design, start_pairs_per_task
-from konkord.stats.gate import gate
-from konkord.stats.ranking import Ranking
-from konkord.stats.resample import bootstrap
+from konkord.stats.bt import Comparisons, comparisons, fit_bt_wins
+from konkord.stats.design import all_pairs, next_round, random_design, start_pairs_per_task
+from konkord.stats.gate import GatedRanking, gate
+from konkord.stats.resample import Interval, bootstrap
 from konkord.stats.simfield import SimulatedField, simulate_field
 
 MT_BENCH = [2.61, 4.53, 6.39, 7.90, 7.94, 8.99]
@@ -63,8 +70,9 @@ def subset(field: SimulatedField, rows: np.ndarray) -> Comparisons:
     )
 
 
-def fit(comp: Comparisons, resamples: int, seed: int) -> Ranking:
-    return gate(bootstrap(comp, n_resamples=resamples, seed=seed), comp).ranking
+def fit(comp: Comparisons, resamples: int, seed: int) -> GatedRanking:
+    """The report's fit: task bootstrap (expanded BCa), floors and the sign test."""
+    return gate(bootstrap(comp, n_resamples=resamples, seed=seed), comp)
 
 
 def adaptive(
@@ -74,8 +82,8 @@ def adaptive(
     seed: int,
     start: float,
     window: int,
-    reach: float,
-) -> tuple[np.ndarray, Ranking, int]:
+    round_share: float,
+) -> tuple[np.ndarray, GatedRanking, int]:
     m, t = field.comparisons.n_models, field.comparisons.n_tasks
     k0 = start_pairs_per_task(m, t, budget_pairs, start)
     rows = random_design(m, t, k0, seed)
@@ -83,46 +91,85 @@ def adaptive(
     judged[rows[:, 0], rows[:, 1], rows[:, 2]] = True
     rounds = 0
     while True:
-        ranking = fit(subset(field, rows), resamples, seed)
+        gated = fit(subset(field, rows), resamples, seed)
+        ranking = gated.ranking
         d = ranking.differences
         choice = next_round(
-            ranking.order, ranking.supported, d.lower, d.upper, judged,
+            ranking.order, ranking.supported, d, judged,
             pairs_left=budget_pairs - len(rows),
-            round_pairs=max(1, math.ceil(0.1 * budget_pairs)),
+            round_pairs=max(1, math.ceil(round_share * budget_pairs)),
             seed=seed * 100_003 + rounds + 1,
-            reach=reach,
             window=window,
         )  # fmt: skip
         if choice.stop:
-            return rows, ranking, rounds
+            return rows, gated, rounds
         rounds += 1
         rows = np.concatenate([rows, choice.design])
         judged[choice.design[:, 0], choice.design[:, 1], choice.design[:, 2]] = True
 
 
-def score(field: SimulatedField, ranking: Ranking) -> dict[str, float]:
-    truth = field.target_log_strength
-    m = truth.size
-    true_order = np.argsort(-truth)
+def design_target(field: SimulatedField, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """What the estimator aims at under a design: the Bradley-Terry fit, with endless tasks,
+    to the expected scores weighted by how often the design compares each pair. Ties and
+    task effects make the field not quite Bradley-Terry, so a design that compares near
+    pairs more aims at slightly wider gaps than all pairs do; each design is held to its own.
+    Returns (log-strength, expected win rate, raw win rate)."""
+    m = field.comparisons.n_models
+    count = np.zeros((m, m))
+    np.add.at(count, (rows[:, 1], rows[:, 2]), 1.0)
+    count = count + count.T
+    wins = count * field.expected_score
+    target = fit_bt_wins(wins, prior=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        raw = wins.sum(axis=1) / count.sum(axis=1)
+    return target.log_strength, target.expected_win_rate, raw
+
+
+def covered(interval: Interval, target: np.ndarray) -> np.ndarray:
+    return (interval.lower <= target + 1e-12) & (target - 1e-12 <= interval.upper)
+
+
+def score(field: SimulatedField, rows: np.ndarray, gated: GatedRanking) -> dict[str, float]:
+    ranking = gated.ranking
+    beta, ewr, raw = design_target(field, rows)
+    m = beta.size
+    true_order = np.argsort(-field.target_log_strength)
     sup = ranking.supported
     d = ranking.differences
-    target = truth[:, None] - truth[None, :]
-    inside = (d.lower <= target + 1e-12) & (target - 1e-12 <= d.upper)
+    target = beta[:, None] - beta[None, :]
+    inside = covered(Interval(d.lower, d.upper), target)
     a, b = np.triu_indices(m, k=1)
     upper, lower = true_order[:-1], true_order[1:]
-    wrong = bool((sup & (target < 0)).any())
+    own = gated.intervals
     return {
         "neighbours": float(sup[upper, lower].sum()),
+        "interval only": float((d.lower[upper, lower] > 0).sum()),
         "claims": float(sup.sum()),
-        "wrong": float(wrong),
+        "wrong": float(bool((sup & (target < 0)).any())),
+        "cover beta": float(covered(own["log_strength"], beta).mean()),
+        "cover ewr": float(covered(own["expected_win_rate"], ewr).mean()),
+        "cover raw": float(covered(own["raw_win_rate"], raw).mean()),
         "cover diff": float(inside[a, b].mean()),
         "cover nbr": float(inside[upper, lower].mean()),
     }
 
 
+COLUMNS = (
+    "neighbours",
+    "interval only",
+    "claims",
+    "wrong",
+    "cover beta",
+    "cover ewr",
+    "cover raw",
+    "cover diff",
+    "cover nbr",
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fields", type=int, default=20)
+    parser.add_argument("--fields", type=int, default=400)
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--resamples", type=int, default=300)
@@ -131,50 +178,79 @@ def main() -> None:
     parser.add_argument("--task-sd", type=float, default=0.5)
     parser.add_argument("--tie-rate", type=float, default=0.1)
     parser.add_argument("--start", type=float, default=0.7, help="the adaptive start's share")
-    parser.add_argument("--window", type=int, default=1, help="ranks apart a pair may be")
-    parser.add_argument("--reach", type=float, default=1.0, help="out of reach past this")
+    parser.add_argument("--window", type=int, default=2, help="ranks apart a pair may be")
+    parser.add_argument("--round", type=float, default=0.1, help="each later round's share")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--designs", default="all,random,adaptive", help="which to run")
     args = parser.parse_args()
     m, t = args.models, args.tasks
     n_pairs = m * (m - 1) // 2
     budget = int(args.share * n_pairs * t)
     k = max(1, int(args.share * n_pairs))
-    results: dict[str, list[dict[str, float]]] = {"all": [], "random": [], "adaptive": []}
-    used: dict[str, list[float]] = {"all": [], "random": [], "adaptive": []}
+    designs = tuple(args.designs.split(","))
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in designs}
+    used: dict[str, list[float]] = {name: [] for name in designs}
     rounds: list[int] = []
     start = time.perf_counter()
-    for seed in range(args.fields):
+    every = all_pairs(m, t)
+    for number, seed in enumerate(range(args.first_seed, args.first_seed + args.fields), 1):
         field = simulate_field(
             m, t, seed=seed, strength=strengths(m, args.scale),
             task_effect_sd=args.task_sd, tie_rate=args.tie_rate,
         )  # fmt: skip
-        results["all"].append(score(field, fit(field.comparisons, args.resamples, seed)))
-        used["all"].append(1.0)
-        rows = random_design(m, t, k, seed)
-        results["random"].append(score(field, fit(subset(field, rows), args.resamples, seed)))
-        used["random"].append(len(rows) / (n_pairs * t))
-        rows, ranking, n_rounds = adaptive(
-            field, budget, args.resamples, seed, args.start, args.window, args.reach
-        )
-        results["adaptive"].append(score(field, ranking))
-        used["adaptive"].append(len(rows) / (n_pairs * t))
-        rounds.append(n_rounds)
+        for name in designs:
+            if name == "all":
+                rows, gated = every, fit(field.comparisons, args.resamples, seed)
+            elif name == "random":
+                rows = random_design(m, t, k, seed)
+                gated = fit(subset(field, rows), args.resamples, seed)
+            else:
+                rows, gated, n_rounds = adaptive(
+                    field, budget, args.resamples, seed, args.start, args.window, args.round
+                )
+                rounds.append(n_rounds)
+            results[name].append(score(field, rows, gated))
+            used[name].append(len(rows) / (n_pairs * t))
+        if number % 25 == 0:
+            print(f"  {number} fields, {time.perf_counter() - start:.0f} s", file=sys.stderr)
     took = time.perf_counter() - start
     print(
         f"{args.fields} fields of {m} models x {t} tasks (MT-Bench strengths x {args.scale}, "
         f"task sd {args.task_sd}, ties {args.tie_rate}); {args.resamples} resamples; "
         f"budget {args.share:.0%} of all-pairs calls; {took:.0f} s"
     )
-    print(f"{'design':10} {'calls':>6} {'neighbours':>11} {'claims':>7} {'wrong':>6} "
-          f"{'cover diff':>11} {'cover nbr':>10}")  # fmt: skip
+    print("| design | calls used | neighbours separated (of "
+          f"{m - 1}) | claims | fields with a wrong claim | cover log-strength | "
+          "cover expected win rate | cover raw win rate | cover differences (all pairs) | "
+          "cover differences (neighbours) |")  # fmt: skip
+    print("|---" * 10 + "|")
     for name, rows_ in results.items():
-        mean = {key: np.mean([r[key] for r in rows_]) for key in rows_[0]}
+        mean = {key: float(np.mean([r[key] for r in rows_])) for key in COLUMNS}
         print(
-            f"{name:10} {np.mean(used[name]):6.0%} {mean['neighbours']:8.1f}/{m - 1:<2} "
-            f"{mean['claims']:7.1f} {mean['wrong']:6.0%} {mean['cover diff']:11.1%} "
-            f"{mean['cover nbr']:10.1%}"
+            f"| {name} | {np.mean(used[name]):.1%} | {mean['neighbours']:.2f} | "
+            f"{mean['claims']:.1f} | {mean['wrong']:.1%} | {mean['cover beta']:.1%} | "
+            f"{mean['cover ewr']:.1%} | {mean['cover raw']:.1%} | {mean['cover diff']:.1%} | "
+            f"{mean['cover nbr']:.1%} |"
         )
-    print(f"adaptive rounds after the start: median {int(np.median(rounds))}, "
-          f"range {min(rounds)}-{max(rounds)}")  # fmt: skip
+    print(
+        "neighbours whose interval excludes 0 (sign test aside): "
+        + ", ".join(
+            f"{name} {np.mean([r['interval only'] for r in rows_]):.2f}"
+            for name, rows_ in results.items()
+        )
+    )
+    if "adaptive" in results and "random" in results:
+        paired = np.array(
+            [
+                a["neighbours"] - r["neighbours"]
+                for a, r in zip(results["adaptive"], results["random"], strict=True)
+            ]
+        )
+        print(f"adaptive - random, neighbours separated, paired over fields: {paired.mean():+.2f} "
+              f"(standard error {paired.std(ddof=1) / np.sqrt(paired.size):.2f})")  # fmt: skip
+    if rounds:
+        print(f"adaptive rounds after the start: median {int(np.median(rounds))}, "
+              f"range {min(rounds)}-{max(rounds)}")  # fmt: skip
 
 
 if __name__ == "__main__":

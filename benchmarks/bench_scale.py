@@ -5,10 +5,12 @@ The project: one run of --models sim models (default 20) on --tasks distinct tas
 orders of every pair: 20 models x 1,000 tasks are 190,000 pairs and 380,000 judge calls.
 
 `run` and `judge` are timed for real on the first --judged tasks (all of them by default). On a
-shared machine judging 380,000 simulated calls takes long, so with --judged K < --tasks the
-evidence of those K tasks is then repeated under new task ids (each copy's prompt is its
-original's, so every record stays current) until the run has --tasks tasks, and `report` and
-`build` are timed on that: the same records, files and pages a judged run of that size has.
+shared machine judging 380,000 simulated calls takes long (over an hour under load), so with
+--judged K < --tasks the evidence of those K tasks is then copied under new task ids until the
+run has --tasks tasks, each copy a distinct task with its own prompt (its answers' settings hash
+and its verdicts' message hashes made again for that prompt, so every record is current), and
+`report` and `build` are timed on that: the same records, files and pages a judged run of that
+size has. --repeats N times report and build N times each (median and range).
 
 Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
 (VmHWM of the main process, and the largest peak of any worker process it started). With
@@ -22,7 +24,10 @@ file under public/ under 25 MiB (Cloudflare's limit per file).
 
     python benchmarks/bench_scale.py [--tasks 200] [--judged 30] [--models 20] [--baseline DIR]
     python benchmarks/bench_scale.py --keep /tmp/scale   # keep the project to look at
-    python benchmarks/bench_scale.py --keep /tmp/scale --reuse --steps report,build
+    python benchmarks/bench_scale.py --keep /tmp/scale --reuse --steps report,build --repeats 3
+    # the 20 x 1,000 run beside main as it was (git worktree add /tmp/base 8b1acf3):
+    nice -n 10 python benchmarks/bench_scale.py --tasks 1000 --judged 50 --baseline /tmp/base \
+        --keep /tmp/scale1000 --repeats 3
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -99,17 +106,53 @@ def write_suite(root: Path, n_tasks: int, distinct: int) -> None:
 
 
 def repeat_evidence(root: Path, judged: int, n_tasks: int) -> None:
-    """The evidence of the first `judged` tasks copied under new task ids up to `n_tasks`."""
-    write_suite(root, n_tasks, judged)
-    for stream in ("answers", "verdicts"):
-        path = root / "runs" / "big" / f"{stream}.jsonl"
-        records = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-        with open(path, "a") as log:
-            for k in range(judged, n_tasks):
-                source = f"task-{k % judged:04d}"
-                for record in records:
-                    if record["task_id"] == source:
-                        log.write(json.dumps({**record, "task_id": f"task-{k:04d}"}) + "\n")
+    """The evidence of the first `judged` tasks copied under new task ids up to `n_tasks`, each
+    copy a distinct task: its own prompt, its answers' settings hash and every verdict's
+    message hash made again for that prompt (as `konkord run` and `konkord judge` would make
+    them), so every record is current and nothing is shared with the task it was copied from.
+    The texts (answers, rationales) are the originals'."""
+    from contextlib import chdir
+
+    from konkord.configuration.judge_frame import compose_user_message
+    from konkord.configuration.runspec import resolve_run
+    from konkord.stages.judge.judge_call import message_sha
+    from konkord.stages.run import answer_key_hash, answer_messages
+
+    write_suite(root, n_tasks, n_tasks)
+    with chdir(root):
+        spec = resolve_run("big")
+    tasks = {task.id: task for task in spec.suite.tasks}
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    answers = root / "runs" / "big" / "answers.jsonl"
+    for line in answers.read_bytes().splitlines():
+        record = json.loads(line)
+        by_task.setdefault(record["task_id"], []).append(record)
+    texts = {(r["task_id"], r["model"]): r.get("text") or "" for rs in by_task.values() for r in rs}
+    with open(answers, "a") as log:
+        for k in range(judged, n_tasks):
+            task = tasks[f"task-{k:04d}"]
+            settings_hash = answer_key_hash(answer_messages(spec.suite, task), spec.settings)
+            for record in by_task[f"task-{k % judged:04d}"]:
+                copy = {**record, "task_id": task.id, "settings_hash": settings_hash}
+                log.write(json.dumps(copy, sort_keys=True) + "\n")
+    verdicts = root / "runs" / "big" / "verdicts.jsonl"
+    judged_records: dict[str, list[dict[str, Any]]] = {}
+    for line in verdicts.read_bytes().splitlines():
+        record = json.loads(line)
+        judged_records.setdefault(record["task_id"], []).append(record)
+    with open(verdicts, "a") as log:
+        for k in range(judged, n_tasks):
+            task = tasks[f"task-{k:04d}"]
+            source = f"task-{k % judged:04d}"
+            for record in judged_records[source]:
+                text_a = texts[(source, record["model_a"])]
+                text_b = texts[(source, record["model_b"])]
+                shown = (text_a, text_b) if record["order"] == "ab" else (text_b, text_a)
+                message = compose_user_message(task, spec.suite, *shown)
+                copy = {**record, "task_id": task.id, "message_sha": message_sha(message)}
+                log.write(json.dumps(copy, sort_keys=True) + "\n")
+            if k % 200 == 0:
+                print(f"  copied up to task {k}", flush=True)
 
 
 def make_project(root: Path, code: Path, n_tasks: int, n_models: int) -> None:
@@ -151,6 +194,30 @@ def figure(result: dict[str, float | str]) -> str:
     return f"{float(result['wall']):6.1f} s (CPU {float(result['cpu']):5.1f} s) {mib:6.0f} MiB"
 
 
+def summary(results: list[dict[str, float | str]]) -> str:
+    """Median and range of wall, CPU and peak memory over repeats (one run: the figure)."""
+    if len(results) == 1:
+        return figure(results[0])
+
+    def spread(values: list[float], unit: str, form: str) -> str:
+        return (
+            f"{statistics.median(values):{form}} {unit} "
+            f"[{min(values):{form}}-{max(values):{form}}]"
+        )
+
+    walls = [float(r["wall"]) for r in results]
+    cpus = [float(r["cpu"]) for r in results]
+    mibs = [max(float(r["main_mib"]), float(r["workers_mib"])) for r in results]
+    return (
+        f"{spread(walls, 's', '.1f')}, CPU {spread(cpus, 's', '.1f')}, "
+        f"{spread(mibs, 'MiB', '.0f')}"
+    )
+
+
+# What a step leaves behind, removed before it is timed again (so each repeat does it all).
+MADE_BY = {"report": ("results", ".konkord"), "build": ("public", ".konkord")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
@@ -171,6 +238,9 @@ def main() -> None:
         action="store_true",
         help="time --steps (e.g. report,build) again on the --keep projects of an earlier run",
     )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="times report and build are each timed [1]"
+    )
     args = parser.parse_args()
     steps = args.steps.split(",")
     codes = {"this": args.code.resolve()}
@@ -187,7 +257,10 @@ def main() -> None:
 
     print(f"{sizes(args.tasks)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if judged < args.tasks:
-        print(f"run and judge on {sizes(judged)}; their evidence repeated up to {args.tasks} tasks")
+        print(
+            f"run and judge on {sizes(judged)}; their evidence copied as distinct tasks "
+            f"up to {args.tasks}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         base = args.keep or Path(tmp)
         roots = {name: base / name for name in codes}
@@ -201,15 +274,22 @@ def main() -> None:
             shutil.rmtree(roots[name], ignore_errors=True)
             roots[name].mkdir(parents=True)
             make_project(roots[name], code, judged, args.models)
-        results: dict[str, dict[str, dict[str, float | str]]] = {n: {} for n in codes}
+        results: dict[str, dict[str, list[dict[str, float | str]]]] = {n: {} for n in codes}
         for step in steps:
             if step == "report" and judged < args.tasks and not args.reuse:
                 for name in codes:
                     repeat_evidence(roots[name], judged, args.tasks)
-            for name, code in codes.items():
-                results[name][step] = konkord(roots[name], code, *STEPS[step])
-            row = "   ".join(f"{name}: {figure(results[name][step])}" for name in codes)
-            print(f"{step:<7} {row}   ({results['this'][step]['line'][:100]})", flush=True)
+            repeats = args.repeats if step in MADE_BY else 1
+            for repeat in range(repeats):
+                for name, code in codes.items():  # interleaved: both see the same load
+                    if repeat:
+                        for made in MADE_BY[step]:
+                            shutil.rmtree(roots[name] / made, ignore_errors=True)
+                    done = konkord(roots[name], code, *STEPS[step])
+                    results[name].setdefault(step, []).append(done)
+                    print(f"  {step} {name} #{repeat + 1}: {figure(done)}", flush=True)
+            row = "   ".join(f"{name}: {summary(results[name][step])}" for name in codes)
+            print(f"{step:<7} {row}   ({str(results['this'][step][-1]['line'])[:90]})", flush=True)
         if "build" in steps:
             for name in codes:
                 print(f"site ({name}): {site_figures(roots[name] / 'public')}")

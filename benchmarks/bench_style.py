@@ -7,12 +7,17 @@ longer) and people who ignore length:
   hold people's win rates (aim: 93-97% controlled, below 60% plain);
 and for an unbiased judge (coefficient 0): in how many fields style control changed any
 supported claim (aim: no more than 5%), and the same coverage figures, once with weaker
-models writing longer and once with length unrelated to quality. Each figure comes with
-its binomial standard error over the fields run. The report's own estimators are used: the
-plain task bootstrap and the style-controlled one, both through the floors and the sign test.
+models writing longer and once with length unrelated to quality. Beside the claims changed:
+how many were gained and lost, how often the plain ranking's claims change with the
+bootstrap seed alone (the Monte-Carlo floor at pairs on the edge of significance), and, as a
+control, how often the style-controlled ranking fitted with every covariate 0 differs from
+the plain one (it must never: the two share their resamples). Each figure comes with its
+binomial standard error over the fields run. The report's own estimators are used, at the
+report's default resample count: the plain task bootstrap and the style-controlled one, on
+the same resamples, both through the floors and the sign test.
 
 Run: python benchmarks/bench_style.py [--fields 400] [--models 6] [--tasks 100]
-     [--coefficient 2] [--resamples 200] [--seed 0]
+     [--coefficient 2] [--resamples 1000] [--seed 0] [--no-control]
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import math
 import time
 
+from konkord.stats.resample import DEFAULT_RESAMPLES
 from konkord.stats.style_sim import StyleCoverage, style_coverage_study
 
 
@@ -43,6 +49,10 @@ def report(name: str, study: StyleCoverage, seconds: float) -> None:
           f"{study.claims_changed:.1%} {_se(study.claims_changed, n)}; the plain ranking's "
           f"own claims change with the bootstrap seed alone in {study.claims_reseeded:.1%} "
           f"{_se(study.claims_reseeded, n)}")
+    print(f"    claims gained {study.claims_gained}, lost {study.claims_lost}"
+          + ("" if study.claims_zeroed is None else
+             f"; with every covariate 0 the claims differ in {study.claims_zeroed:.1%} of "
+             "fields (control: must be 0)"))
     print(f"  claims against people's order: plain {study.plain_false_claims} of "
           f"{study.plain_claims}, style-controlled {study.controlled_false_claims} of "
           f"{study.controlled_claims}")
@@ -54,8 +64,10 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=6)
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--coefficient", type=float, default=2.0)
-    parser.add_argument("--resamples", type=int, default=200)
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-control", action="store_true",
+                        help="skip the fit with every covariate 0")
     args = parser.parse_args()
     print(f"{args.models} models (spread 1 logit) x {args.tasks} tasks, {args.resamples} "
           "task-bootstrap resamples per field; lengths log-normal (sd 0.4), weaker models "
@@ -68,7 +80,7 @@ def main() -> None:
         start = time.perf_counter()
         study = style_coverage_study(args.fields, args.models, args.tasks, coefficient,
                                      resamples=args.resamples, seed=args.seed,
-                                     verbosity_slope=slope)
+                                     verbosity_slope=slope, zero_control=not args.no_control)
         report(name, study, time.perf_counter() - start)
 
 

@@ -144,6 +144,7 @@ def _calibration(
                     kappa=Kappa(value=0.4),
                     shared_items=12,
                 ),
+                single_turn_tasks=3 if turn == 1 else 0,  # a suite mixing conversations
             )
             for turn in (1, 2)
         ],

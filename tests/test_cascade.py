@@ -351,6 +351,22 @@ def test_cli_runs_the_cascade_and_says_what_it_decided(run: RunSpec) -> None:
     assert plain.exit_code != 0 and "need --first-pass" in plain.output
 
 
+def test_calibrate_takes_the_cascade_by_the_name_the_report_shows(run: RunSpec) -> None:
+    from konkord.results.schema import write_results
+    from konkord.stages.report.report import build_results
+    from konkord.stages.report.report_ranking import ReportOptions
+
+    cascade(run)
+    write_results(build_results(run, ReportOptions(resamples=50)), run.results_path)
+    route = "cheap-judge -> strong-judge at 0.8"
+    by_route = CliRunner().invoke(cli, ["calibrate", "--run", "demo", "--judge", route])
+    assert by_route.exit_code == 0, by_route.output
+    assert route in by_route.output
+    unknown = CliRunner().invoke(cli, ["calibrate", "--run", "demo", "--judge", "nope"])
+    assert unknown.exit_code != 0
+    assert f'no block for judge "nope" (judges: {route})' in unknown.output
+
+
 def test_verdict_token_probabilities_are_read_and_renormalised() -> None:
     content = "Answer 2 is better.\n**VERDICT: 2**"
     tokens = [

@@ -361,6 +361,15 @@ def test_imported_mtbench_ranking_names_its_self_family_judge(project: Path) -> 
     assert f"{involved:,} of its {len(decided):,} comparisons involve its own family" in said
     models = [cell.get_text() for cell in top.select("table.self-family-without td.model")]
     assert models[:1] == ["claude-v1"] and "gpt-4" not in models
+    # the judge table, in the terminal and on the Judges page, repeats the caveat
+    table = runner.invoke(cli, ["judges", "--run", "mtb"])
+    assert table.exit_code == 0, table.output
+    assert f"caveat: {note.text}" in table.output
+    judges_page = BeautifulSoup(
+        (project / "public" / "mtb" / "judges" / "index.html").read_text(), "html.parser"
+    )
+    caveats = [" ".join(c.get_text().split()) for c in judges_page.select(".self-family-note")]
+    assert caveats == [f"caveat: {' '.join(note.text.split())}"]
 
 
 # ---- the audit sample, said and chosen ---------------------------------------------------

@@ -138,6 +138,52 @@ def test_a_damaged_line_in_the_middle_is_an_error_naming_the_line(tmp_path: Path
     assert str(caught.value).startswith(f"{path}:2: not a JSON record")
 
 
+def _lines(count: int, bad: dict[int, str]) -> str:
+    """`count` answer records a line each, line n (1-based) replaced by bad[n]."""
+    return "".join(
+        bad.get(n, json.dumps(_answer(f"t{n}", "m", "x" * (n % 7)))) + "\n"
+        for n in range(1, count + 1)
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ({37: "not json at all"}, ":37: not a JSON record"),
+        ({37: "", 41: '{"kind": "answer", "task_id": "t", "tokens_out": "many"}'},
+         ':41: field "tokens_out" is text'),
+    ],
+)
+def test_a_stream_read_in_chunks_names_the_line_of_the_file_at_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: dict[int, str], said: str
+) -> None:
+    # A log is parsed a chunk of whole lines at a time (never held whole); a chunk of 300
+    # bytes puts line 37 many chunks in, and the message still counts lines in the file.
+    import konkord.evidence.log as evidence_log
+
+    monkeypatch.setattr(evidence_log, "_CHUNK", 300)
+    log = EvidenceLog(tmp_path)
+    log.path("answers").write_text(_lines(60, bad))
+    with pytest.raises(KonkordError) as caught:
+        log.records("answers")
+    assert str(caught.value).startswith(f"{log.path('answers')}{said}")
+
+
+def test_a_stream_read_in_chunks_gives_every_record_once_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import konkord.evidence.log as evidence_log
+
+    monkeypatch.setattr(evidence_log, "_CHUNK", 300)
+    log = EvidenceLog(tmp_path)
+    long_line = json.dumps(_answer("long", "m", "y" * 1000))  # longer than a chunk
+    path = log.path("answers")
+    path.write_text(_lines(20, {7: "", 8: long_line}) + json.dumps(_answer("last", "m", "z")))
+    expected = [f"t{n}" for n in range(1, 21) if n != 7]
+    expected[6] = "long"
+    assert [r["task_id"] for r in log.records("answers")] == [*expected, "last"]
+
+
 def test_text_with_lone_surrogates_round_trips(tmp_path: Path) -> None:
     log = EvidenceLog(tmp_path)
     log.append("answers", _answer("t1", "m", "bad \ud800 half of a pair, and é"))

@@ -24,7 +24,7 @@ from test_judge_stage import demo as demo_fixture  # noqa: F401 (a fixture)
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, now_iso
-from konkord.evidence.stream import stream_records
+from konkord.evidence.stream import fold_stream
 from konkord.evidence.verdicts import combine_verdicts, load_verdicts
 from konkord.providers.llm import ModelClient
 from konkord.stages.judge.judge import judge_run
@@ -109,9 +109,18 @@ def test_the_closing_tally_is_the_one_read_from_the_whole_log(
     assert tally.incomplete_pairs == 0
 
 
-def test_a_stream_read_in_small_chunks_gives_every_record_and_names_a_bad_line(
-    project: Path,
+def folded(log: EvidenceLog, stream: str) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    fold_stream(log, stream, out.extend)
+    return out
+
+
+def test_a_folded_stream_gives_every_record_keeps_none_and_names_a_bad_line(
+    project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import konkord.evidence.log as evidence_log
+
+    monkeypatch.setattr(evidence_log, "_CHUNK", 333)  # chunks cut records anywhere
     log = EvidenceLog(project / "runs" / "demo")
     records = [
         {"kind": "label", "task_id": f"t{i}", "model_a": "a", "model_b": "b",
@@ -120,21 +129,21 @@ def test_a_stream_read_in_small_chunks_gives_every_record_and_names_a_bad_line(
         for i in range(500)
     ]
     log.append_many("labels", records)
-    # chunks of 333 bytes cut records (and a two-byte character) anywhere
-    assert list(stream_records(log, "labels", chunk_bytes=333)) == records
-    assert log.records("labels") == records  # parsed whole and kept: the stream serves that
-    assert list(stream_records(log, "labels", chunk_bytes=333)) == records
-    assert list(stream_records(EvidenceLog(project / "runs" / "none"), "labels")) == []
+    chunks: list[int] = []
+    fold_stream(log, "labels", lambda got: chunks.append(len(got)))
+    assert sum(chunks) == 500 and len(chunks) > 100  # handed on a chunk at a time
+    assert folded(log, "labels") == records
+    assert folded(EvidenceLog(project / "runs" / "none"), "labels") == []
 
     path = log.path("labels")
     lines = path.read_bytes().splitlines(keepends=True)
     lines[411] = b'{"kind": "label", "task_id": 7,\n'
     path.write_bytes(b"".join(lines))
     with pytest.raises(KonkordError, match=r"labels\.jsonl:412: "):
-        list(stream_records(log, "labels", chunk_bytes=333))
+        folded(log, "labels")
 
 
-def test_stream_records_of_a_torn_last_line_warns_and_skips_it(project: Path) -> None:
+def test_a_folded_stream_with_a_torn_last_line_warns_and_skips_it(project: Path) -> None:
     log = EvidenceLog(project / "runs" / "demo")
     record = {"kind": "label", "task_id": "t1", "model_a": "a", "model_b": "b",
               "labeller": "ana", "winner": "a", "created_at": now_iso()}
@@ -142,5 +151,5 @@ def test_stream_records_of_a_torn_last_line_warns_and_skips_it(project: Path) ->
     with open(log.path("labels"), "ab") as handle:
         handle.write(b'{"kind": "label", "task_')
     with pytest.warns(UserWarning, match="the last line is incomplete"):
-        got = list(stream_records(log, "labels", chunk_bytes=64))
+        got = folded(log, "labels")
     assert got == [record] * 3

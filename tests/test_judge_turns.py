@@ -14,7 +14,7 @@ from openai_server import OpenAIServer, Reply
 from konkord.cli import cli
 from konkord.configuration.judge_frame import compose_system_prompt, split_framed_answers
 from konkord.configuration.suite import Suite, Task
-from konkord.configuration.turns import split_unit, task_clusters, unit_id
+from konkord.configuration.turns import conversation_count, split_unit, task_clusters, unit_id
 from konkord.evidence.log import EvidenceLog
 
 JUDGE = "openai/test-judge"
@@ -97,3 +97,9 @@ def test_turns_are_comparisons_within_their_task_for_the_bootstrap() -> None:
     assert split_unit("poem-t2") == ("poem", 2) and split_unit("plain") == ("plain", None)
     with pytest.raises(KeyError):
         index["other-t1"]
+    # an import's tasks that are one question's turns (MT-Bench) share the question's index
+    imported = task_clusters(["q81-t1", "q81-t2", "q82-t1", "q82-t2", "plain"])
+    assert [imported[t] for t in ("q81-t1", "q81-t2", "q82-t1", "q82-t2", "plain")] == [
+        0, 0, 1, 1, 2
+    ]
+    assert conversation_count(["q81-t1", "q81-t2", "q82-t1", "plain"]) == 3

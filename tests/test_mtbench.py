@@ -24,6 +24,7 @@ from konkord.results.schema import read_results
 from konkord.stages.calibrate.calibrate_run import calibrate_run
 from konkord.stages.label.labels import current_labels
 from konkord.stages.report.report import ReportOptions, answer_shas, build_results, good_answers
+from konkord.stages.report.report_family import CAVEAT
 from konkord.stages.run import current_answers
 
 DATA = SHARED / "data" / "mtbench_human_judgments"
@@ -71,6 +72,19 @@ def test_calibrate_reproduces_the_published_table(project: Path) -> None:
             for p in (group.agreement, group.agreement_no_ties, hh.agreement, hh.agreement_no_ties)
         )
     assert got == PUBLISHED
+    # Intervals resample whole questions: a question's two turns are one cluster, as a
+    # conversation's turns are in a run of one's own (160 turn ids, 80 questions).
+    assert calibration.agreement.clusters == 80
+    assert {g.agreement.clusters for g in calibration.by_turn} == {80}
+    assert all(g.single_turn_tasks == 0 for g in calibration.by_turn)
+    # The ranking resamples questions too, and ranks each turn the same way; a claim about
+    # gpt-4 or gpt-3.5-turbo carries the judge's same-family caveat there as well.
+    block = read_results("results/mtb.json").block(JUDGE)
+    assert [(t.turn, t.tasks, t.pairs) for t in block.by_turn] == [(1, 80, 1200), (2, 80, 1200)]
+    assert all(len(t.ratings) == 6 for t in block.by_turn)
+    top = block.by_turn[1].claims[0]
+    assert top.kind == "above" and top.models[0] == "gpt-4" and top.text.endswith(CAVEAT + ".")
+    assert "sign test over the 80 tasks" in " ".join([*block.methods, *block.captions.values()])
 
 
 @needs_data

@@ -108,6 +108,28 @@ def test_pass_rates_bootstrap_over_tasks() -> None:
     assert (empty.n, empty.rate, empty.low) == (0, None, None)
 
 
+def test_pass_rates_resample_a_conversations_turns_together() -> None:
+    rng = np.random.default_rng(7)
+    tasks = (rng.random((12, 2)) < 0.6).astype(float)
+    # each task asked again as a second turn with the same outcome: one conversation, two rows
+    turns = np.repeat(tasks, 2, axis=0)
+    conversation = np.repeat(np.arange(12), 2)
+    alone = pass_rates(tasks, ["a", "b"], "tests", resamples=400, seed=3)
+    together = pass_rates(turns, ["a", "b"], "tests", resamples=400, seed=3, clusters=conversation)
+    # doubling every row of a resampled conversation changes no ratio: the same draws, the
+    # same interval as the tasks alone
+    for one, two in zip(alone, together, strict=True):
+        assert (two.low, two.high) == pytest.approx((one.low, one.high))
+        assert (two.passed, two.n) == (2 * one.passed, 2 * one.n)
+    # turns taken as independent rows pretend to twice the evidence: a narrower interval
+    apart = pass_rates(turns, ["a", "b"], "tests", resamples=400, seed=3)
+    assert all(
+        (x.high - x.low) < (y.high - y.low) for x, y in zip(apart, together, strict=True)
+    )
+    with pytest.raises(ValueError, match="clusters has 3 entries for 24 rows"):
+        pass_rates(turns, ["a", "b"], "tests", clusters=[0, 1, 2])
+
+
 # --- Against execution, end to end: answers checked, then judged by the local server. ---
 
 N_TASKS = 12

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,27 +46,78 @@ def test_a_design_too_sparse_to_connect_is_refused() -> None:
         random_design(20, 5, 3, 0)
 
 
-def test_next_round_goes_to_open_neighbours_on_unjudged_tasks() -> None:
+def _differences(m: int, pairs: dict[tuple[int, int], tuple[float, float, float]]) -> Any:
+    """Difference intervals with (estimate, low, high) for the pairs given, mirrored."""
+    from konkord.stats.ranking import PairwiseDifferences
+
+    est, low, high = np.zeros((m, m)), np.full((m, m), -1.0), np.full((m, m), 1.0)
+    for (a, b), (e, lo, hi) in pairs.items():
+        est[a, b], low[a, b], high[a, b] = e, lo, hi
+        est[b, a], low[b, a], high[b, a] = -e, -hi, -lo
+    return PairwiseDifferences(est, low, high, np.full((m, m), 0.5), 0.95)
+
+
+def test_next_round_spends_its_quota_on_open_neighbours_on_unjudged_tasks() -> None:
     m, t = 3, 10
     order = np.array([0, 1, 2])
     supported = np.zeros((m, m), dtype=bool)
     supported[1, 2] = True  # 1 above 2 is settled
-    low, high = np.full((m, m), -0.05), np.full((m, m), 0.5)
+    diffs = _differences(m, {(0, 1): (0.2, -0.05, 0.45), (1, 2): (0.8, 0.5, 1.1)})
     judged = np.zeros((t, m, m), dtype=bool)
     judged[:4, 0, 1] = True
-    choice = next_round(order, supported, low, high, judged, pairs_left=100, round_pairs=5, seed=0)
+    judged[:6, 1, 2] = True
+    choice = next_round(
+        order, supported, diffs, judged, pairs_left=100, round_pairs=5, seed=0, window=1
+    )
     assert choice.stop is None
     assert {(int(i), int(j)) for _, i, j in choice.design} == {(0, 1)}
     assert len(choice.design) == 5 and not judged[choice.design[:, 0], 0, 1].any()
     assert [c.status for c in choice.pairs] == ["separated", "open"]
-    wide = next_round(order, supported, low - 0.5, high + 0.5, judged, 100, 5, seed=0)
-    assert wide.stop and wide.pairs[0].status == "out of reach"
-    assert "at all 10 tasks, more than 1 x the gap" in wide.pairs[0].reason
-    spent = next_round(order, supported, low, high, judged, pairs_left=0, round_pairs=5, seed=0)
+    assert choice.pairs[1].tasks_given == 5
+    # a gap of 0 stays inside any interval: out of reach, and nothing is spent on it
+    tied = next_round(
+        order, supported, _differences(m, {(0, 1): (0.0, -0.3, 0.3)}), judged, 100, 5, 0
+    )
+    assert tied.stop and tied.pairs[0].status == "out of reach"
+    assert "even 6 more direct comparisons would leave about +-" in tied.pairs[0].reason
+    spent = next_round(order, supported, diffs, judged, pairs_left=0, round_pairs=5, seed=0)
     assert spent.stop == "the budget is spent"
     judged[:, 0, 1] = True
-    done = next_round(order, supported, low, high, judged, pairs_left=9, round_pairs=5, seed=0)
+    done = next_round(order, supported, diffs, judged, pairs_left=9, round_pairs=5, seed=0)
     assert done.stop == "every neighbouring pair is separated or out of reach"
+
+
+def test_a_round_spends_its_quota_where_it_separates_most_not_evenly() -> None:
+    """A neighbour whose gap is small against its interval is out of reach and gets nothing;
+    two open neighbours share the round by what each share adds to the expected separations,
+    not evenly, and the whole quota is spent on tasks not judged yet, the two pairs on the
+    same tasks where they can (the sign test then sees the shared model in both)."""
+    m, t = 3, 200
+    order = np.array([0, 1, 2])
+    supported = np.zeros((m, m), dtype=bool)
+    judged = np.zeros((t, m, m), dtype=bool)
+    judged[:40] = np.triu(np.ones((m, m), dtype=bool), k=1)
+    far = (0.36, 0.0, 0.7)
+    near_tie = _differences(
+        m, {(0, 1): (0.3, -0.02, 0.62), (1, 2): (0.06, -0.26, 0.38), (0, 2): far}
+    )
+    one = next_round(order, supported, near_tie, judged, pairs_left=300, round_pairs=100, seed=1)
+    assert [(c.upper, c.lower, c.status) for c in one.pairs] == [
+        (1, 2, "out of reach"),
+        (0, 1, "open"),
+    ]
+    assert len(one.design) == 100 and one.pairs[1].tasks_given == 100
+    both = _differences(m, {(0, 1): (0.3, -0.02, 0.62), (1, 2): (0.2, -0.12, 0.52), (0, 2): far})
+    two = next_round(order, supported, both, judged, pairs_left=300, round_pairs=100, seed=1)
+    given = {(c.upper, c.lower): c.tasks_given for c in two.pairs}
+    assert sum(given.values()) == len(two.design) == 100
+    assert abs(given[(0, 1)] - given[(1, 2)]) > 20  # an even share would be 50 and 50
+    rows = {tuple(r) for r in two.design.tolist()}
+    assert len(rows) == 100 and not any(judged[t_, i, j] for t_, i, j in rows)
+    # pairs sharing a model share tasks: model 1 meets both others on the smaller pair's tasks
+    tasks = {pair: {t_ for t_, i, j in rows if (i, j) == pair} for pair in [(0, 1), (1, 2)]}
+    smaller, larger = sorted(tasks.values(), key=len)
+    assert smaller <= larger
 
 
 def test_designs_parse_from_runs_json_and_the_command_line() -> None:
@@ -74,7 +126,20 @@ def test_designs_parse_from_runs_json_and_the_command_line() -> None:
     assert parse_design({"random": {"k": 4, "seed": 9}}) == PairDesign("random", k=4, seed=9)
     assert parse_design({"adaptive": {"budget": 500}}).budget == 500
     assert parse_design("adaptive:40").kind == "adaptive"
-    for bad in ("some", {"random": 0}, {"adaptive": {"budget": 5, "k": 1}}, {"x": 1}):
+    shares = parse_design({"adaptive": {"budget": 90, "round_share": 0.2, "start_share": 0.5}})
+    assert (shares.round_share, shares.start_share) == (0.2, 0.5)
+    assert shares.as_json() == {
+        "adaptive": {"budget": 90, "seed": 0, "round_share": 0.2, "start_share": 0.5}
+    }
+    assert parse_design(shares.as_json()) == shares
+    # at the default start share the design's key is what it was before start_share was read
+    assert parse_design("adaptive:90").as_json() == {
+        "adaptive": {"budget": 90, "seed": 0, "round_share": 0.1}
+    }
+    for bad in (
+        "some", {"random": 0}, {"adaptive": {"budget": 5, "k": 1}}, {"x": 1},
+        {"adaptive": {"budget": 5, "start_share": 0}},
+    ):  # fmt: skip
         with pytest.raises(ValueError):
             parse_design(bad)
 
@@ -140,8 +205,8 @@ def test_a_random_design_is_recorded_judged_and_shown(project: Path) -> None:
 
 
 def test_an_adaptive_design_killed_mid_round_continues_the_same_design(project: Path) -> None:
-    _run(project, 8)
-    command = ["judge", "--run", "s", "--judge", "sim-judge/referee", "--design", "adaptive:80"]
+    _run(project, 40)  # fewer tasks leave every neighbour out of reach after the start
+    command = ["judge", "--run", "s", "--judge", "sim-judge/referee", "--design", "adaptive:200"]
     first = CliRunner().invoke(cli, command)
     assert first.exit_code == 0, first.output
     designs = project / "runs/s/designs.jsonl"
@@ -150,7 +215,7 @@ def test_an_adaptive_design_killed_mid_round_continues_the_same_design(project: 
     assert len(rounds) >= 3 and rounds[-1]["stop"]
     assert all(r["pairs"] for r in rounds[1:])  # every adaptive round says why
     judged = _lines(verdicts)
-    assert len(judged) <= 80
+    assert len(judged) == 200  # the whole budget, both orders of 100 task pairs
     owed = {tuple(row) for r in rounds for row in r["rows"]}
     assert {(v["task_id"], v["model_a"], v["model_b"]) for v in judged} == owed
     pairs = {tuple(sorted(p)) for p in combinations([f"m{k}" for k in range(5)], 2)}
@@ -181,8 +246,8 @@ def test_a_dry_run_plans_the_rounds_and_their_cap_and_writes_nothing(project: Pa
     result = CliRunner().invoke(cli, [*command, "--design", "adaptive:40"])
     assert result.exit_code == 0, result.output
     assert (
-        "design adaptive: a budget of 40 judge calls (seed 0): 24 calls in the rounds chosen so "
-        "far; each later round up to 4 calls, at most 40 calls across all rounds"
+        "design adaptive: a budget of 40 judge calls (seed 0): round 0: 24 calls; then up to 4 "
+        "round(s) of up to 4 calls each; at most 40 calls across all rounds"
     ) in result.output
     assert not (project / "runs/s/designs.jsonl").exists()
     assert not (project / "runs/s/verdicts.jsonl").exists()

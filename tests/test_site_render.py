@@ -242,6 +242,10 @@ def test_calibration_page_has_every_breakdown_and_the_gallery(
     assert "Q1: 100 to 199 chars" in text
     turns = [row.get_text(" ", strip=True) for row in judge.select("table.by-turn tbody tr")]
     assert turns[0].startswith("Turn 1 67%") and "20 of 30" in turns[0] and "7 of 9" in turns[0]
+    note = judge.select_one("p.single-turn-note")
+    assert note is not None and "its 3 tasks count as turn 1" in note.get_text(" ", strip=True)
+    judges = page(public, "alpha/judges/")
+    assert judges.select("table.by-turn tbody tr") and judges.select_one("p.single-turn-note")
     assert "2 more had no complete verdict" in text
     tests = judge.select_one("table.tests-by-pair")
     assert tests is not None

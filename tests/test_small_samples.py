@@ -146,6 +146,37 @@ def test_sign_tests_by_hand() -> None:
     assert not rank(bootstrap(five, n_resamples=100, seed=0), five).claims
 
 
+def test_under_a_sparse_design_the_sign_test_allows_for_who_met_whom() -> None:
+    """a and b are equally strong, but on every task a met the strong model S and b the weak
+    W (and a and b met each other, each winning half). Per-task means would set b above a on
+    10 tasks to 2 (p = 0.039, a claim); allowing for the opponents each met, it is 10 to 10.
+    When every pair meets on every task, the allowance changes nothing."""
+    strong, a, b, weak = 0, 1, 2, 3
+    a_won, b_lost, weak_won = {0, 1, 4, 8, 12, 16}, {2, 3, 6, 10, 14, 18}, {5, 9, 13}
+    task, i, j, score = [], [], [], []
+    for t in range(20):
+        task += [t] * 4
+        i += [a, b, strong, a]
+        j += [strong, weak, weak, b]
+        score += [float(t in a_won), float(t not in b_lost), float(t not in weak_won), t % 2]
+    comp = comparisons(task, i, j, score, n_models=4, n_tasks=20)
+    beta = bootstrap(comp, n_resamples=100, seed=0).point.log_strength
+    assert abs(beta[a] - beta[b]) < 0.01
+    plain, allowed = sign_tests(comp), sign_tests(comp, beta)
+    assert (plain.higher[b, a], plain.lower[b, a]) == (10, 2)
+    assert plain.p_value[b, a] == pytest.approx(2 * (1 + 12 + 66) / 4096)
+    assert (allowed.higher[b, a], allowed.lower[b, a]) == (10, 10)
+    assert allowed.p_value[b, a] == 1.0
+    rng = np.random.default_rng(3)
+    pairs = np.array([(x, y) for x in range(5) for y in range(x + 1, 5)] * 12)
+    full = comparisons(
+        np.repeat(np.arange(12), 10), pairs[:, 0], pairs[:, 1],
+        rng.choice([0.0, 0.5, 1.0], size=120), n_models=5, n_tasks=12,
+    )  # fmt: skip
+    fitted = bootstrap(full, n_resamples=50, seed=0).point.log_strength
+    assert np.array_equal(sign_tests(full).p_value, sign_tests(full, fitted).p_value)
+
+
 def test_tasks_needed_uses_the_intervals_own_critical_value() -> None:
     assert critical_value(0.95, 25) == pytest.approx(2.1065, abs=1e-4)
     normal = tasks_to_separate(0.5, 1.0, 25, power=0.8)

@@ -76,6 +76,14 @@ BAD_SUITES: dict[str, str] = {
     ),
     "recursive_alias.yaml": "6: tasks[0].reference is a YAML alias of itself",
     "deeply_nested.yaml": "105: values are nested more than 100 deep",
+    "turn_like_id.yaml": (
+        '6: tasks[1].id "budget-t2" reads as turn 2 of "budget" (ids ending in -t<N> are kept '
+        "for a conversation's turns), but the suite also has a task \"budget\"; rename it"
+    ),
+    "turn_like_gap.yaml": (
+        '6: tasks[1].id "sort-t3" reads as turn 3 of "sort" (ids ending in -t<N> are kept '
+        "for a conversation's turns), but the suite has no \"sort-t2\"; rename it"
+    ),
     "unknown_check.yaml": (
         '6: tasks[0].checks has an unknown check "pylint" '
         "(valid: compiles, ruff_clean, mypy_clean, tests)"

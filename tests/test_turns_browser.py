@@ -5,6 +5,7 @@ each model's own replies, the judged turn marked, the per-turn leaderboard line.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,11 @@ import pytest
 from conftest import REPO
 from fixtures_site import build_project_site, open_page, serving
 
+from konkord.results.base import Interval
+from konkord.site.formatting import fmt_interval
+
 CHROMIUM = Path("/usr/bin/chromium")
+SIM = re.compile(r"sim/(\w+):strength=[-\d.]+")
 RUN = "demo-conversations"
 pytestmark = [
     pytest.mark.browser,
@@ -66,13 +71,39 @@ def test_a_second_turn_page_shows_the_conversation_and_marks_the_judged_turn(
     page.close()
 
 
+def short(text: str) -> str:
+    """A text with the demo's model specs by their display names, as the page shows them."""
+    return SIM.sub(r"\1", text)
+
+
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_leaderboard_has_a_line_per_turn(site: str, browser: Any, width: int) -> None:
+def test_the_leaderboard_ranks_each_turn_with_intervals(
+    site: str, browser: Any, width: int, screenshot_dir: Path
+) -> None:
     page, problems = open_page(browser, site, f"/{RUN}/", width)
-    lines = page.locator("ul.turn-lines li").all_inner_texts()
+    results = json.loads((REPO / "results" / f"{RUN}.json").read_text())
+    turns = results["judge_blocks"][0]["by_turn"]
+    lines = page.locator("ul.turn-lines > li").all_inner_texts()
     assert [line.split(" (")[0] for line in lines] == ["Turn 1", "Turn 2"]
-    assert all("juniper" in line and "larch" in line for line in lines)
+    for line, turn in zip(lines, turns, strict=True):
+        assert f"({turn['tasks']} tasks; {turn['pairs']} pair verdicts)" in line
+        for rating in turn["ratings"]:  # each model with its interval and rank range, as stored
+            share = fmt_interval(Interval(**rating["win_rate_vs_field"]))
+            best, worst = rating["rank_best"], rating["rank_worst"]
+            assert f"{short(rating['model'])} {share}, rank {best}–{worst}" in line
+        assert turn["claims"] and all(short(claim["text"]) in line for claim in turn["claims"])
+    # the per-turn forest plot: one row per model and turn, each with its interval drawn
+    plot = page.locator("figure.turn-plot svg.forest")
+    assert plot.is_visible()
+    rows = plot.locator("g.row")
+    assert rows.count() == sum(len(t["ratings"]) for t in turns) == 6
+    assert plot.locator("line.interval").count() == 6
+    labels = plot.locator("text.label").all_text_contents()
+    assert labels[:2] == [f"juniper, turn {k} (rank 1–{2 if k == 2 else 3})" for k in (1, 2)]
+    box = plot.bounding_box()
+    assert box is not None and box["width"] <= width
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    page.locator("div.per-turn").screenshot(path=str(screenshot_dir / f"per-turn-{width}.png"))
     assert problems == []
     page.close()

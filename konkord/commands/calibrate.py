@@ -10,7 +10,9 @@ from konkord.commands.inputs import RUN_NAME
 @click.command()
 @click.option("--run", "run_name", type=RUN_NAME, required=True, help="Run name (from runs.json or a manifest).")
 @click.option(
-    "--judge", help="Calibrate only this judge [default: every judge in the results file]."
+    "--judge",
+    help="Calibrate only this judge, or a cascade by the name the report shows "
+    "[default: every judge in the results file].",
 )
 def calibrate(run_name: str, judge: str | None) -> None:
     """Measure the judge against blind human labels, with intervals.
@@ -30,13 +32,12 @@ def calibrate(run_name: str, judge: str | None) -> None:
 
     spec = resolve_run(run_name)
     if not spec.results_path.exists():
-        from konkord.results.schema import write_results
-        from konkord.stages.report.report import ReportOptions, build_results
+        from konkord.stages.report.report import ReportOptions, write_report
 
         click.echo(
             f"no {spec.results_path} yet: computing it first, as `konkord report --run "
             f"{spec.name}` would",
             err=True,
         )
-        write_results(build_results(spec, ReportOptions()), spec.results_path)
+        write_report(spec, spec.results_path, ReportOptions())
     calibrate_run(spec, judge=judge, echo=click.echo)

@@ -25,13 +25,13 @@ def judges(run_name: str) -> None:
     from konkord.configuration.display_names import renamed
     from konkord.configuration.runspec import resolve_run
     from konkord.results.judges_table import judge_table
-    from konkord.results.schema import read_results, write_results
+    from konkord.results.schema import read_results
     from konkord.stages.report.judges_print import format_judge_table
 
     spec = resolve_run(run_name)
     results = read_results(spec.results_path) if spec.results_path.exists() else None
     if results is None or results.judge_panel is None:
-        from konkord.stages.report.report import ReportOptions, build_results
+        from konkord.stages.report.report import ReportOptions, write_report
 
         why = "no" if results is None else "an older"
         click.echo(
@@ -39,7 +39,6 @@ def judges(run_name: str) -> None:
             f"{spec.name}` would",
             err=True,
         )
-        results = build_results(spec, ReportOptions())
-        write_results(results, spec.results_path)
+        results = write_report(spec, spec.results_path, ReportOptions())
     for line in format_judge_table(spec.name, judge_table(renamed(results, spec.names))):
         click.echo(line)

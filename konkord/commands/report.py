@@ -41,7 +41,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     from konkord.configuration.runspec import manifest_path, resolve_run
     from konkord.errors import KonkordError
     from konkord.evidence.paths import require_inside
-    from konkord.results.schema import read_results, write_results
+    from konkord.results.schema import read_results
     from konkord.stages.report.freshness import ReportOptions, results_current
     from konkord.stages.report.report_print import print_report
 
@@ -74,9 +74,8 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
             if reportstamp.fingerprint(key, files, folders) == before:
                 reportstamp.record(key, files, folders, before, printed.getvalue())
             return
-    from konkord.stages.report.report import build_results
+    from konkord.stages.report.report import write_report
 
-    results = build_results(spec, options)
-    write_results(results, path)
+    results = write_report(spec, path, options)
     print_report(renamed(results, spec.names))
     click.echo(f"wrote {path}")

@@ -71,7 +71,25 @@ def compose_system_prompt(suite: Suite) -> str:
     """The system prompt for every judge call of a suite: the frame with the rubric inserted,
     and the multi-turn paragraph when the suite has conversations (so the frame hash covers
     the multi-turn template)."""
-    return _system_prompt(suite.rubric.strip(), any(task.multi_turn for task in suite.tasks))
+    return _system_prompt(suite.rubric.strip(), _has_conversations(suite.tasks))
+
+
+_CONVERSATIONS_OF: dict[int, tuple[tuple[Task, ...], bool]] = {}
+
+
+def _has_conversations(tasks: tuple[Task, ...]) -> bool:
+    """Whether any task is a conversation, looked up once per suite: this is asked for every
+    judge call and every verdict checked (380,000 of them at 20 models x 1,000 tasks), and
+    scanning the tasks each time made it quadratic. Keyed by the tuple's identity, which the
+    entry keeps alive (a frozen suite's tasks never change)."""
+    found = _CONVERSATIONS_OF.get(id(tasks))
+    if found is not None and found[0] is tasks:
+        return found[1]
+    if len(_CONVERSATIONS_OF) >= 16:
+        _CONVERSATIONS_OF.clear()
+    answer = any(task.multi_turn for task in tasks)
+    _CONVERSATIONS_OF[id(tasks)] = (tasks, answer)
+    return answer
 
 
 @lru_cache(maxsize=64)

@@ -15,6 +15,8 @@ from typing import Any
 ALL = "all"
 RANDOM = "random"
 ADAPTIVE = "adaptive"
+ROUND_SHARE = 0.1
+START_SHARE = 0.7
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,8 @@ class PairDesign:
     budget: int = 0
     k: int = 0
     seed: int = 0
-    round_share: float = 0.1
-    start_share: float = 0.7
+    round_share: float = ROUND_SHARE
+    start_share: float = START_SHARE
 
     @property
     def label(self) -> str:
@@ -45,13 +47,14 @@ class PairDesign:
         if self.kind == RANDOM:
             return {RANDOM: {"k": self.k, "seed": self.seed}}
         if self.kind == ADAPTIVE:
-            return {
-                ADAPTIVE: {
-                    "budget": self.budget,
-                    "seed": self.seed,
-                    "round_share": self.round_share,
-                }
+            body: dict[str, Any] = {
+                "budget": self.budget,
+                "seed": self.seed,
+                "round_share": self.round_share,
             }
+            if self.start_share != START_SHARE:  # absent at the default: recorded keys hold
+                body["start_share"] = self.start_share
+            return {ADAPTIVE: body}
         return ALL
 
 
@@ -104,13 +107,12 @@ def parse_design(value: object) -> PairDesign:
                 raise ValueError(f"seed must be a whole number, got {seed!r}")
             if kind == RANDOM:
                 return PairDesign(RANDOM, k=_whole(body.get("k"), "random's k", 1), seed=seed)
-            share = body.get("round_share", 0.1)
-            if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-                raise ValueError(
-                    f"round_share must be a number above 0 and at most 1, got {share!r}"
-                )
             budget = _whole(body.get("budget"), "adaptive's budget", 2)
-            return PairDesign(ADAPTIVE, budget=budget, seed=seed, round_share=float(share))
+            return PairDesign(
+                ADAPTIVE, budget=budget, seed=seed,
+                round_share=_share(body, "round_share", ROUND_SHARE),
+                start_share=_share(body, "start_share", START_SHARE),
+            )  # fmt: skip
     raise ValueError(
         'must be "all", {"random": K}, {"random": {"k": K, "seed": S}} or '
         '{"adaptive": {"budget": CALLS}}'

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from konkord.configuration.names import SLUG, slug_problem
-from konkord.configuration.turns import Turn, check_turns, turn_fields
+from konkord.configuration.turns import Turn, check_turns, turn_fields, turn_like_id_problem
 from konkord.configuration.yamlpos import KIND_WORDS, Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
@@ -351,6 +351,10 @@ def _load_suite(path: Path) -> Suite:
                 f"(line {located.line_of(('tasks', seen[task.id], 'id'))}); task ids must be unique"
             )
         seen[task.id] = index
+    problem = turn_like_id_problem([(task.id, task.multi_turn) for task in suite.tasks])
+    if problem is not None:
+        index, message = problem
+        raise SuiteError(f"{path}:{located.line_of(('tasks', index, 'id'))}: {message}")
     return suite
 
 
@@ -382,3 +386,4 @@ def tests_problems(path: Path | str, suite: Suite) -> list[str]:
                 line += exc.lineno
             problems.append(f"{path}:{line}: {describe_loc(loc)} do not compile: {exc.msg}")
     return problems
+

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import pydantic_core
 
@@ -40,6 +40,8 @@ STREAM_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 _TAIL_CHUNK = 65536
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class TornLineWarning(UserWarning):
@@ -179,24 +181,64 @@ class EvidenceLog:
         streams, so the parse is kept (see `ParsedStreams`) until the file changes. The records
         returned are shared; a caller must not change them.
         """
+        return self.read_into(stream, RecordList, PARSED)
+
+    def read_into(
+        self, stream: str, collector: Callable[[], Collector[T]], cache: ParsedStreams
+    ) -> T:
+        """A stream parsed a chunk at a time into what `collector` makes of its records (a list
+        of them, or columns: `konkord.evidence.verdict_table`), kept in `cache` until the file
+        changes; a torn last line is skipped and reported."""
         path = self.path(stream)
         try:
-            with open(path, "rb") as handle:
-                # A shared lock: never read half of a record another process is writing.
-                fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-                stat = os.fstat(handle.fileno())
-                version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-                cached = PARSED.get(path, version)
-                content = b"" if cached is not None else handle.read()
+            handle = open(path, "rb")  # noqa: SIM115 (closed by the `with` below)
         except FileNotFoundError:
-            return ReadResult([], False)
+            return collector().result(path, False)
         except OSError as exc:
             raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        if cached is None:
-            cached = parse_stream(path, content)
-            PARSED.put(path, version, cached)
-        if cached.torn:
-            warn_torn(path)
+        with handle:
+            made, torn = self._read_locked(path, handle, collector, cache)
+        if torn:
+            warnings.warn(
+                f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
+                "and will be cut away (kept in a .torn file) on the next append",
+                TornLineWarning,
+                stacklevel=3,
+            )
+        return made
+
+    def _read_locked(
+        self,
+        path: Path,
+        handle: BinaryIO,
+        collector: Callable[[], Collector[T]],
+        cache: ParsedStreams,
+    ) -> tuple[T, bool]:
+        """The parse of an open stream, made under a shared lock (never half of a record
+        another process is writing). A file that ends with a newline is whole up to the size
+        seen under the lock, and appends only add after it: the lock is let go before its
+        bytes are read and parsed, so writers do not wait on a long parse."""
+        fd = handle.fileno()
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        locked = True
+        try:
+            stat = os.fstat(fd)
+            version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            cached: tuple[T, bool] | None = cache.get(path, version)
+            if cached is not None:
+                return cached
+            if stat.st_size == 0 or os.pread(fd, 1, stat.st_size - 1) == b"\n":
+                fcntl.flock(fd, fcntl.LOCK_UN)  # a torn tail may be cut: then keep the lock
+                locked = False
+            made = collector()
+            torn = parse_stream(path, handle, stat.st_size, made)
+            cached = (made.result(path, torn), torn)
+        except OSError as exc:
+            raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        finally:
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        cache.put(path, version, cached)
         return cached
 
     def records(self, stream: str) -> list[Record]:
@@ -214,56 +256,87 @@ class EvidenceLog:
         return out
 
 
-def warn_torn(path: Path) -> None:
-    """Say that a stream's last line is torn (ignored, cut away on the next append)."""
-    warnings.warn(
-        f"{path}: the last line is incomplete (a crash mid-write?); it is ignored "
-        "and will be cut away (kept in a .torn file) on the next append",
-        TornLineWarning,
-        stacklevel=3,
-    )
+class Collector(Protocol[T_co]):
+    """What a stream's records are gathered into as its chunks are parsed."""
+
+    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
+        """The records of `chunk`, whole lines beginning at byte `start` of the file."""
+
+    def result(self, path: Path, torn: bool) -> T_co:
+        """What the stream is, once every chunk was added."""
+        ...
 
 
-def parse_stream(path: Path, content: bytes) -> ReadResult:
-    """A stream's bytes as records. The whole file is parsed as one JSON array, its newlines
-    turned into commas in one copy of the bytes (no list of lines: a 300 MB verdict log is held
-    twice at most while parsing, not four times); a file that does not parse that way (a blank
-    line, a bad record) is read line by line, which names the line at fault."""
-    end = content.rfind(b"\n") + 1
-    last = content[end:]
-    torn = bool(last.strip()) and not _parses_as_record(last)
-    body = content if last.strip() and not torn else content[:end]
-    records = _parse_array(_as_array(body)) if body.strip() else []
-    if records is None:  # blank lines, or a record that is not JSON
-        lines = [line for line in body.split(b"\n") if line.strip()]
-        records = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
-    if records is None or not all(isinstance(record, dict) for record in records):
-        _name_bad_line(path, content)
-    wrong = check_fields(path.stem, records or [])
+class RecordList:
+    """The plain collector: every record, in write order."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
+        self.records.extend(records)
+
+    def result(self, path: Path, torn: bool) -> ReadResult:
+        return ReadResult(self.records, torn)
+
+
+def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) -> bool:
+    """The first `size` bytes of a stream parsed into `into`, read and parsed a chunk of whole
+    lines at a time (each chunk parsed as one JSON array, its newlines turned into commas): the
+    file is never held whole, so a 300 MB verdict log costs what is kept of its records and one
+    chunk, not its bytes twice over. A chunk that does not parse that way (a blank line, a bad
+    record) is read line by line, which names the line at fault. Returns whether the last line
+    was torn."""
+    lines_before = 0  # lines (blank ones too) in the chunks already parsed
+    start = 0  # where the next chunk begins in the file
+    rest = b""
+    left = size
+    while left > 0:
+        data = handle.read(min(_CHUNK, left))
+        if not data:
+            break
+        left -= len(data)
+        data = rest + data
+        end = data.rfind(b"\n") + 1
+        if end == 0 and left > 0:  # one line longer than a chunk: read on
+            rest = data
+            continue
+        chunk, rest = data[:end], data[end:]
+        into.add(_parse_chunk(path, chunk, lines_before), chunk, start)
+        lines_before += chunk.count(b"\n")
+        start += len(chunk)
+    torn = bool(rest.strip()) and not _parses_as_record(rest)
+    if rest.strip() and not torn:  # a whole record that lost its newline
+        into.add(_parse_chunk(path, rest + b"\n", lines_before), rest, start)
+    return torn
+
+
+def _parse_chunk(path: Path, chunk: bytes, lines_before: int) -> list[Record]:
+    """The records of a chunk of whole lines, the first `lines_before` lines into the file."""
+    parsed = _parse_array(_as_array(chunk)) if chunk.strip() else []
+    if parsed is None:  # blank lines, or a record that is not JSON
+        lines = [line for line in chunk.split(b"\n") if line.strip()]
+        parsed = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
+    if parsed is None or not all(isinstance(record, dict) for record in parsed):
+        _name_bad_line(path, chunk, lines_before)
+    wrong = check_fields(path.stem, parsed or [])
     if wrong is not None:  # a hand edit: name its line (the index counts non-blank lines)
         index, problem = wrong
-        number = [n for n, line in enumerate(content.split(b"\n"), start=1) if line.strip()][index]
+        numbers = [n for n, line in enumerate(chunk.split(b"\n"), start=1) if line.strip()]
         raise KonkordError(
-            f"{path}:{number}: {problem}; was the evidence log edited by hand? Restore it from git"
+            f"{path}:{lines_before + numbers[index]}: {problem}; was the evidence log edited "
+            "by hand? Restore it from git"
         )
-    return ReadResult(records or [], torn)
+    return parsed or []
 
 
 _COMMAS = bytes.maketrans(b"\n", b",")
-_CHUNK = 1 << 22
+_CHUNK = 1 << 23
 
 
-def _as_array(body: bytes) -> bytearray:
-    """`[line,line,...]` from `line\\nline\\n...`: one copy of the bytes."""
-    body = body.rstrip(b"\n")
-    array = bytearray(len(body) + 2)
-    array[0:1] = b"["
-    view = memoryview(body)
-    for start in range(0, len(body), _CHUNK):  # chunk by chunk: no third copy of the file
-        part = view[start : start + _CHUNK]
-        array[1 + start : 1 + start + len(part)] = part.tobytes().translate(_COMMAS)
-    array[-1:] = b"]"
-    return array
+def _as_array(body: bytes) -> bytes:
+    """`[line,line,...]` from `line\\nline\\n...`."""
+    return b"[" + body.rstrip(b"\n").translate(_COMMAS) + b"]"
 
 
 def _parse_array(data: bytes | bytearray) -> Any:
@@ -283,10 +356,11 @@ def _parse_array(data: bytes | bytearray) -> Any:
         return None
 
 
-def _name_bad_line(path: Path, content: bytes) -> None:
-    """Raise the error naming the first line of `content` that is not a JSON record."""
+def _name_bad_line(path: Path, content: bytes, lines_before: int = 0) -> None:
+    """Raise the error naming the first line of `content` (after `lines_before` lines of the
+    file) that is not a JSON record."""
     lines = content.split(b"\n")[:-1]
-    number = next(
+    number = lines_before + next(
         (
             n
             for n, line in enumerate(lines, start=1)
@@ -306,14 +380,14 @@ class ParsedStreams:
     a rewrite the inode or the time, so a changed file is parsed again."""
 
     def __init__(self) -> None:
-        self._parsed: dict[str, tuple[tuple[int, ...], ReadResult]] = {}
+        self._parsed: dict[str, tuple[tuple[int, ...], Any]] = {}
 
-    def get(self, path: Path, version: tuple[int, ...]) -> ReadResult | None:
-        """The parse of `path` if it was made from this version of the file."""
+    def get(self, path: Path, version: tuple[int, ...]) -> Any:
+        """The parse of `path` if it was made from this version of the file, else None."""
         found = self._parsed.get(str(path.resolve()))
         return found[1] if found is not None and found[0] == version else None
 
-    def put(self, path: Path, version: tuple[int, ...], parsed: ReadResult) -> None:
+    def put(self, path: Path, version: tuple[int, ...], parsed: Any) -> None:
         self._parsed[str(path.resolve())] = (version, parsed)
 
     def clear(self) -> None:

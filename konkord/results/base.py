@@ -3,6 +3,8 @@ a proportion with its Wilson interval, shared by every part of the schema."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -37,3 +39,12 @@ class Proportion(Strict):
     plain_low: float | None = None
     plain_high: float | None = None
     clusters: int | None = None
+
+
+class Claim(Strict):
+    """A sentence the data supports, or an honest statement that it does not separate two models."""
+
+    kind: Literal["above", "not_separated"]
+    text: str
+    models: list[str]
+    tasks_needed: int | None = None

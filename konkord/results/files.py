@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,24 +56,29 @@ def task_folder(path: Path, run: str) -> Path:
     return path.parent / f"{run}.tasks"
 
 
-def dump_results(results: TasksHolder, path: Path) -> bytes:
+def dump_results(
+    results: TasksHolder, path: Path, tasks: Iterable[TaskView] | None = None
+) -> bytes:
     """The results file's bytes, writing the task files first when the tasks are large.
 
     Each task is serialised by pydantic straight to bytes, one at a time, so the whole file is
     never held as Python objects and bytes at once; the tasks' bytes are kept only while they
-    fit under INLINE_TASKS_MAX.
+    fit under INLINE_TASKS_MAX. `tasks`, when given, stands for `results.tasks`: made one at a
+    time by the report, each task is written and let go before the next is made.
     """
-    held: list[bytes] = []
+    held: list[tuple[TaskView, bytes]] = []
+    ids: list[str] = []
     size = 0
     folder = task_folder(path, results.run)
     digest = hashlib.sha256()
     split = False
-    for task in results.tasks:
+    for task in results.tasks if tasks is None else tasks:
         data = task.model_dump_json(indent=1).encode()
+        ids.append(task.id)
         if not split and size + len(data) > INLINE_TASKS_MAX:
             split = True
             folder.mkdir(parents=True, exist_ok=True)
-            for earlier, held_data in zip(results.tasks, held, strict=False):
+            for earlier, held_data in held:
                 _write_task(folder, earlier.id, held_data)
                 digest.update(held_data)
             held = []
@@ -81,13 +86,13 @@ def dump_results(results: TasksHolder, path: Path) -> bytes:
             _write_task(folder, task.id, data)
             digest.update(data)
         else:
-            held.append(data)
+            held.append((task, data))
             size += len(data)
     if not split:
         _remove_task_files(folder, keep=set())
-        whole = results.model_copy(update={"task_files": None}) if results.task_files else results
+        inline = [task for task, _ in held]
+        whole = results.model_copy(update={"tasks": inline, "task_files": None})
         return whole.model_dump_json(indent=1).encode() + b"\n"
-    ids = [task.id for task in results.tasks]
     _remove_task_files(folder, keep=set(ids))
     fsync_dir(folder)
     files = TaskFiles(folder=folder.name, ids=ids, sha256=digest.hexdigest())
@@ -123,44 +128,119 @@ def task_file_paths(path: Path, files: TaskFiles) -> Iterator[tuple[str, Path]]:
         yield task_id, folder / f"{task_id}.json"
 
 
-def load_tasks(path: Path, results: ResultsT, parse: bool = True) -> ResultsT:
+def load_tasks(
+    path: Path, results: ResultsT, parse: bool = True, lazy: bool = False
+) -> ResultsT:
     """The results with their tasks read back from `task_files` (unchanged if inline); with
     parse=False the task files are only checked against their hash, and the results come
-    back as they are (no tasks, `task_files` set)."""
+    back as they are (no tasks, `task_files` set); with lazy=True they are checked, and the
+    tasks come back as a `TaskShelf` that parses each when asked."""
     files = results.task_files
     if files is None:
         return results
-    regenerate = f"regenerate it with `konkord report --run {results.run}`"
     digest = hashlib.sha256()
     tasks: list[TaskView] = []
     for _, task_path in task_file_paths(path, files):
-        try:
-            data = task_path.read_bytes()
-        except OSError as exc:
-            raise KonkordError(
-                f"{task_path}: cannot read this task file of {path} "
-                f"({exc.strerror or exc}); {regenerate}"
-            ) from None
+        data = _read_task(path, task_path, results.run)
         digest.update(data)
-        if not parse:
-            continue
-        try:
-            tasks.append(TaskView.model_validate_json(data))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "the top"
-            raise KonkordError(
-                f"{task_path}: invalid task file at {where}: {first['msg']}; {regenerate}"
-            ) from None
+        if parse and not lazy:
+            tasks.append(_parse_task(task_path, data, results.run))
     if digest.hexdigest() != files.sha256:
         raise KonkordError(
             f"{path.parent / files.folder}: the task files are not the ones {path} was written "
-            f"with (changed or cut short since); {regenerate}"
+            f"with (changed or cut short since); {_regenerate(results.run)}"
         )
     if not parse:
         return results
+    shelf: Sequence[TaskView] = TaskShelf(path, files, results.run) if lazy else tasks
     # In memory the results are whole again: where the tasks go is decided when written.
-    return results.model_copy(update={"tasks": tasks, "task_files": None})
+    return results.model_copy(update={"tasks": shelf, "task_files": None})
+
+
+def _regenerate(run: str) -> str:
+    return f"regenerate it with `konkord report --run {run}`"
+
+
+def _read_task(path: Path, task_path: Path, run: str) -> bytes:
+    try:
+        return task_path.read_bytes()
+    except OSError as exc:
+        raise KonkordError(
+            f"{task_path}: cannot read this task file of {path} "
+            f"({exc.strerror or exc}); {_regenerate(run)}"
+        ) from None
+
+
+def _parse_task(task_path: Path, data: bytes, run: str) -> TaskView:
+    try:
+        return TaskView.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the top"
+        raise KonkordError(
+            f"{task_path}: invalid task file at {where}: {first['msg']}; {_regenerate(run)}"
+        ) from None
+
+
+class TaskShelf(Sequence[TaskView]):
+    """A large run's tasks, each read from its file when asked and only the last few kept:
+    at 20 models x 1,000 tasks they are 190,000 comparisons, which the site renders one task
+    page at a time and never needs at once. `shown` is applied to each task as it is read
+    (display names)."""
+
+    KEPT = 4
+
+    def __init__(
+        self,
+        path: Path,
+        files: TaskFiles,
+        run: str,
+        shown: Callable[[TaskView], TaskView] | None = None,
+    ) -> None:
+        self.path = path
+        self.files = files
+        self.run = run
+        self.shown = shown
+        self.ids = list(files.ids)
+        self._kept: dict[int, TaskView] = {}
+
+    def showing(self, shown: Callable[[TaskView], TaskView]) -> TaskShelf:
+        """The same tasks, each passed through `shown` when read."""
+        return TaskShelf(self.path, self.files, self.run, shown)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> TaskView: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TaskView]: ...
+    def __getitem__(self, index: int | slice) -> TaskView | list[TaskView]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        task = self._kept.get(index)
+        if task is None:
+            task_path = self.path.parent / self.files.folder / f"{self.ids[index]}.json"
+            task = _parse_task(task_path, _read_task(self.path, task_path, self.run), self.run)
+            if self.shown is not None:
+                task = self.shown(task)
+            if len(self._kept) >= self.KEPT:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[index] = task
+        return task
+
+    def __iter__(self) -> Iterator[TaskView]:
+        for index in range(len(self)):
+            yield self[index]
+
+
+def task_ids(tasks: Sequence[TaskView]) -> list[str]:
+    """The ids of `tasks` without reading a shelf's task files."""
+    return list(tasks.ids) if isinstance(tasks, TaskShelf) else [task.id for task in tasks]
 
 
 class _TaskFilesHead(BaseModel):

@@ -46,6 +46,9 @@ class JudgeRow:
     note: str | None = None  # what the row is, where it is not simply a judge
     people_decided: R.Proportion | None = None  # first pass: on the pairs it decided
     has_block: bool = True  # whether the leaderboard has a ranking under this row's number
+    # the block's same-family notes ("judge X shares the openai family with ..."), repeated
+    # here so that a reader of the table alone meets the caveat too
+    self_family: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ def judge_table(results: R.Results) -> JudgeTable:
                 by_turn=list(cal.by_turn) if cal.status == "calibrated" else [],
                 cascade_first_pass=block.cascade.first_pass if block.cascade else None,
                 role="cascade" if block.cascade else "judge",
+                self_family=[note.text for note in block.self_family],
                 note=(
                     f"a cascade: first pass {block.cascade.first_pass} decided "
                     f"{block.cascade.decided_first_pass} of {block.cascade.pairs} pairs, "

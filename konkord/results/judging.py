@@ -126,6 +126,11 @@ class GroupCalibration(Strict):
     agreement: Proportion
     agreement_no_ties: Proportion
     human_human: HumanHuman | None = None
+    single_turn_tasks: int = Field(
+        default=0,
+        description="Single-turn tasks counted in this group as turn 1 (a suite mixing "
+        "conversations and single-turn tasks).",
+    )
 
 
 class Calibration(Strict):

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from konkord.results.base import Interval, Strict
+from konkord.results.base import Claim, Interval, Strict
 from konkord.results.judging import CascadePair
 
 
@@ -82,13 +82,41 @@ class ComparisonView(Strict):
     cascade: CascadePair | None = None
 
 
+class TurnRating(Strict):
+    """One model in one turn's own ranking: the same fit, task bootstrap, floors and sign test
+    as the whole ranking, on that turn's verdicts alone."""
+
+    model: str
+    rank_best: int | None = Field(description="1 + models supported above it in this turn")
+    rank_worst: int | None = Field(description="N - models supported below it in this turn")
+    win_rate_vs_field: Interval
+    comparisons: int
+
+
 class TurnLine(Strict):
     """One turn of a suite's conversations: each model's share of its comparisons won (a tie
-    half), both orders combined, under the one judge."""
+    half), both orders combined, under the one judge; and the turn's own ranking with
+    intervals (tasks resampled whole) and the claims that pass the gate."""
 
     turn: int
     pairs: int
     win_rate: dict[str, float | None]
+    tasks: int = Field(default=0, description="Tasks with a verdict in this turn (the clusters).")
+    single_turn_tasks: int = Field(
+        default=0,
+        description="Single-turn tasks counted as turn 1 (a suite mixing conversations and "
+        "single-turn tasks).",
+    )
+    ratings: list[TurnRating] = Field(
+        default=[], description="The turn's ranking, best first; empty where it cannot be fitted."
+    )
+    claims: list[Claim] = Field(
+        default=[],
+        description="Orderings this turn's data supports, and why each unordered neighbour is not.",
+    )
+    note: str | None = Field(
+        default=None, description="Why the turn has no ranking (its comparisons are disconnected)."
+    )
 
 
 class EarlierTurn(Strict):

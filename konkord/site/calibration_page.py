@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from konkord.results.files import task_ids
 from konkord.results.schema import Calibration, Disagreement, Results
 from konkord.site.folding import is_folded, notable
 from konkord.site.formatting import anchor
@@ -86,9 +87,10 @@ def verdict_ids(
     wanted = {(task_id, frozenset((a, b))) for task_id, a, b in items}
     wanted_tasks = {task_id for task_id, _ in wanted}
     ids: dict[tuple[str, str, str], str] = {}
-    for task in results.tasks:
-        if task.id not in wanted_tasks:
-            continue
+    for index, task_id in enumerate(task_ids(results.tasks)):
+        if task_id not in wanted_tasks:
+            continue  # a large run's tasks are read from their files: only those wanted
+        task = results.tasks[index]
         folded = is_folded(task)
         for c in task.comparisons:
             pair = frozenset((c.model_a, c.model_b))
@@ -111,7 +113,7 @@ def verdict_ids(
 
 def calibration_sections(results: Results, sections: list[dict[str, Any]]) -> dict[str, Any]:
     """Fill each judge section and return the page-wide headline."""
-    task_order = {task.id: index for index, task in enumerate(results.tasks)}
+    task_order = {task_id: index for index, task_id in enumerate(task_ids(results.tasks))}
     people_vs_people = None
     people_vs_tests = None
     for section in sections:

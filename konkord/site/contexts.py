@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from konkord.results.schema import JudgeBlock, Results
+from markupsafe import Markup
+
+from konkord.results.schema import JudgeBlock, Results, TurnRating
 from konkord.site.anchored_svg import anchored_plot
 from konkord.site.cascade_svg import selective_plot
 from konkord.site.environment import METHODOLOGY_CONTENT, ContentFile
@@ -45,6 +47,46 @@ def judge_sections(results: Results) -> list[dict[str, Any]]:
     ]
 
 
+def turn_plot(block: JudgeBlock, order: list[str]) -> Markup | None:
+    """Each model's win rate against the field in each turn, with the turn's own 95% interval:
+    a model's turns on neighbouring rows (in the whole ranking's order), so a model that
+    falls back in a later turn shows it at a glance. None without ranked turns."""
+    ranked = [line for line in block.by_turn if line.ratings]
+    if not ranked:
+        return None
+    by_model = {
+        line.turn: {r.model: r for r in line.ratings} for line in ranked
+    }
+    rows = []
+    for number, model in enumerate(order):
+        for line in ranked:
+            rating = by_model[line.turn].get(model)
+            if rating is None:
+                continue
+            share = rating.win_rate_vs_field
+            rows.append(
+                ForestRow(
+                    f"{model}, turn {line.turn} (rank {rank_text(rating)})",
+                    share.estimate,
+                    share.low,
+                    share.high,
+                    number + 1,
+                )
+            )
+    return forest_plot(
+        rows, f"Expected win rate against the field per turn, 95% intervals, judge {block.judge}"
+    )
+
+
+def rank_text(rating: TurnRating) -> str:
+    """A rank range as the leaderboard writes it: "2", "1–3", or "none"."""
+    if rating.rank_best is None or rating.rank_worst is None:
+        return "none"
+    if rating.rank_best == rating.rank_worst:
+        return str(rating.rank_best)
+    return f"{rating.rank_best}–{rating.rank_worst}"
+
+
 def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
     costs = {line.who: line for line in results.cost if line.role == "generation"}
     group_sizes: dict[int, int] = {}
@@ -75,6 +117,7 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         f"Expected win rate against the field, 95% intervals, judge {block.judge}",
     )
     order = [r.model for r in block.ratings]
+    turns = turn_plot(block, order)
     above = {(p.model_i, p.model_j) for p in block.pairwise if p.separated}
     grid = heatmap(
         order,
@@ -95,6 +138,7 @@ def _leaderboard_section(results: Results, block: JudgeBlock) -> dict[str, Any]:
         ) if style is not None and any(c.judge is not None for c in style.coefficients) else None,
         "rows": rows,
         "forest": forest,
+        "turn_plot": turns,
         "heatmap": grid,
         "order": order,
         "judge_cost": judge_cost[0] if judge_cost else None,

@@ -95,7 +95,7 @@ def load_results_fast(path: Path, data: bytes | None = None) -> Results:
         return read_results(path)
     if results.schema_version != SCHEMA_VERSION:
         return read_results(path)
-    return load_tasks(path, results)
+    return load_tasks(path, results, lazy=True)  # a large run's tasks: read as rendered
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from konkord.configuration.display_names import renamed, specs_by_name
+from konkord.results.files import TaskShelf, task_ids
 from konkord.results.schema import Results
 from konkord.site.contexts import (
     calibration_context,
@@ -42,7 +43,7 @@ from konkord.site.summary import RunSummary
 from konkord.site.task_pages import (
     other_verdicts_context,
     task_context,
-    tasks_index_context,
+    task_index_row,
 )
 
 # Re-exported: build.py, generate.py, serve.py and the tests import these from here.
@@ -107,7 +108,13 @@ def plan_run_pages(
     spec in a tooltip, and the methodology page lists them all once."""
     names = names or {}
     lineup = who_is_who(results, names)
-    results = renamed(results, names)
+    tasks = results.tasks
+    if isinstance(tasks, TaskShelf):  # a large run's tasks, renamed one at a time as read
+        results = renamed(results.model_copy(update={"tasks": []}), names)
+        shelf = tasks.showing(lambda task: renamed(task, names)) if names else tasks
+        results = results.model_copy(update={"tasks": shelf})
+    else:
+        results = renamed(results, names)
     run = results.run
     header = {**run_header(results), "nav": site_nav(content), "specs": specs_by_name(names)}
 
@@ -140,9 +147,13 @@ def plan_run_pages(
             calibration_context(results),
         ),
         page(f"{run}/judges/index.html", "judges.html", "judges", judges_context(results)),
-        page(f"{run}/tasks/index.html", "tasks.html", "tasks", tasks_index_context(results)),
     ]
-    for index, task in enumerate(results.tasks):
+    # The task index is made from the tasks as their pages are (a large run's are read from
+    # their files one at a time), so it comes after them.
+    rows: list[dict[str, Any]] = []
+    for index in range(len(results.tasks)):
+        task = results.tasks[index]
+        rows.append(task_index_row(task))
         yield page(
             f"{run}/tasks/{task.id}/index.html", "task.html", "tasks", task_context(results, index)
         )
@@ -153,6 +164,7 @@ def plan_run_pages(
                 "tasks",
                 other_verdicts_context(results, index),
             )
+    yield page(f"{run}/tasks/index.html", "tasks.html", "tasks", {"rows": rows})
 
 
 def plan_site_pages(
@@ -222,9 +234,9 @@ def validate_task_ids(results: Results, source: Path) -> None:
     from konkord.configuration.names import SLUG
     from konkord.errors import KonkordError
 
-    for task in results.tasks:
-        if not SLUG.match(task.id):
+    for task_id in task_ids(results.tasks):
+        if not SLUG.match(task_id):
             raise KonkordError(
-                f'{source}: task id "{task.id}" cannot be a page name (use lower case, digits, '
+                f'{source}: task id "{task_id}" cannot be a page name (use lower case, digits, '
                 "'-', '_' or '.'); fix the suite and regenerate with `konkord report`"
             )

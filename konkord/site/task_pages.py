@@ -11,28 +11,24 @@ from konkord.site.formatting import anchor
 from konkord.site.markdown import summary_line
 
 
-def tasks_index_context(results: Results) -> dict[str, Any]:
-    rows = []
-    for task in results.tasks:
-        flips = sum(1 for c in task.comparisons if c.flipped)
-        # A label is of a pair, and each judge's verdict on the pair carries it: count it once.
-        labels = len(
-            {
-                (frozenset((c.model_a, c.model_b)), label.labeller, label.winner)
-                for c in task.comparisons
-                for label in c.labels
-            }
-        )
-        rows.append(
-            {
-                "task": task,
-                "summary": summary_line(task.prompt),
-                "flips": flips,
-                "labels": labels,
-                "comparisons": len(task.comparisons),
-            }
-        )
-    return {"rows": rows}
+def task_index_row(task: TaskView) -> dict[str, Any]:
+    """A task's row in the task index: counts only, so the index never holds the tasks."""
+    flips = sum(1 for c in task.comparisons if c.flipped)
+    # A label is of a pair, and each judge's verdict on the pair carries it: count it once.
+    labels = len(
+        {
+            (frozenset((c.model_a, c.model_b)), label.labeller, label.winner)
+            for c in task.comparisons
+            for label in c.labels
+        }
+    )
+    return {
+        "task": {"id": task.id},
+        "summary": summary_line(task.prompt),
+        "flips": flips,
+        "labels": labels,
+        "comparisons": len(task.comparisons),
+    }
 
 
 def _by_pair(task: TaskView) -> dict[frozenset[str], list[ComparisonView]]:

@@ -24,6 +24,7 @@ from konkord.checks.sandbox import Limits, require_sandbox
 from konkord.checks.static import require_tool
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.suite import Task
+from konkord.configuration.turns import task_clusters
 from konkord.evidence.log import EvidenceLog, Record, now_iso
 from konkord.evidence.verdicts import answer_sha
 from konkord.stages.run import current_answers
@@ -256,5 +257,9 @@ def check_pass_rates(
         for (task_id, model, name), record in results.items():
             if name == check and task_id in rows and model in model_index:
                 outcome[rows[task_id], model_index[model]] = float(bool(record["passed"]))
-        out[check] = pass_rates(outcome, spec.models, check, resamples=resamples, seed=seed)
+        index = task_clusters([task.id for task in tasks])  # a conversation's turns together
+        clusters = [index[task.id] for task in tasks]
+        out[check] = pass_rates(
+            outcome, spec.models, check, resamples=resamples, seed=seed, clusters=clusters
+        )
     return out

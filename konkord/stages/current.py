@@ -6,11 +6,13 @@ It sits below both stages so neither imports the other for these.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import answer_sha
+from konkord.evidence.verdicts import VerdictRecord, answer_sha
 from konkord.results import schema as R
 from konkord.stages.run import current_answers
 
@@ -73,16 +75,40 @@ def current_labels(log: EvidenceLog) -> list[Record]:
 
 def evidence_date(log: EvidenceLog) -> str | None:
     """The newest record's date: what the site prints, so rebuilds stay byte-identical."""
+    from konkord.evidence.verdict_table import verdict_table
+
     newest = ""
-    for stream in ("answers", "verdicts", "labels", "checks"):
+    for stream in ("answers", "labels", "checks"):
         for rec in log.records(stream):
             newest = max(newest, str(rec.get("created_at") or ""))
+    table = verdict_table(log)  # the verdicts' columns: their dates are a handful of codes
+    for code in set(table.coded["created_at"].tolist()):
+        newest = max(newest, str(table.get_code(code) or ""))
     return newest[:10] or None
 
 
-def positional(records: list[Record]) -> R.Positional:
+def positional(records: Sequence[VerdictRecord]) -> R.Positional:
     """How often the answer shown first won, over a judge's single calls."""
+    from konkord.evidence.verdict_table import rows_of_one_table
+
     first = second = ties = unobserved = 0
+    found = rows_of_one_table(records)
+    if found is not None:  # the log's columns: a count over arrays rather than a loop
+        table, rows = found
+        extra = table.extra_at(rows)
+        observed = table.coded["kind"][rows] != table.code_of("failure")
+        if extra:
+            imported = np.array(
+                [bool(extra.get(i, {}).get("reconstructed"))
+                 or extra.get(i, {}).get("source") == "import" for i in rows.tolist()]
+            )  # fmt: skip
+            unobserved = int((observed & imported).sum())
+            observed &= ~imported
+        position = table.coded["position_winner"][rows][observed]
+        first = int((position == table.code_of("1")).sum())
+        second = int((position == table.code_of("2")).sum())
+        ties = len(position) - first - second
+        records = []
     for rec in records:
         if rec.get("kind") == "failure":
             continue

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from konkord.configuration.runs_config import Price
 from konkord.evidence.log import Record
-from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, combine_verdicts
 
 if TYPE_CHECKING:  # numpy stays out of the light readers (the judges table, the site)
     from konkord.stages.judge.cascade_view import CascadePairs, CascadePlan
@@ -44,7 +44,7 @@ def cascade_name(first_pass: str, strong: str, accept_at: float) -> str:
     return f"{short_name(first_pass)} -> {short_name(strong)} at {accept_at:g}"
 
 
-def call_cost(record: Record, who: str, price: Price | None) -> float | None:
+def call_cost(record: VerdictRecord, who: str, price: Price | None) -> float | None:
     """The one cost rule for one call: recorded, else price x tokens, else None (unknown)."""
     recorded = record.get("cost_usd")
     placeholder = recorded == 0 and who.startswith(SIMULATED) and price is not None
@@ -61,10 +61,22 @@ def call_cost(record: Record, who: str, price: Price | None) -> float | None:
     ) / 1e6
 
 
-def is_call(record: Record) -> bool:
+def is_call(record: VerdictRecord) -> bool:
     """Whether a record stands for a call that was made (an answer with text, a verdict or a
     failure); imported verdicts count as calls someone made, at an unknown price."""
     return record.get("text") is not None or record.get("kind") in {"verdict", "failure"}
+
+
+def call_latencies(records: Sequence[VerdictRecord]) -> list[float]:
+    """The latency of every call among `records` that recorded one."""
+    from konkord.stages.decisions_cost import latencies_of_rows
+
+    found = latencies_of_rows(records)
+    if found is not None:
+        return found
+    return [
+        float(r["latency_s"]) for r in records if is_call(r) and r.get("latency_s") is not None
+    ]
 
 
 @dataclass(frozen=True)
@@ -87,8 +99,23 @@ class CostFigure:
         return 1000.0 * self.cost_usd / self.calls
 
 
-def cost_of(records: Iterable[Record], who: str, price: Price | None) -> CostFigure:
+def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> CostFigure:
     """The cost of `who`'s records; a sampled first-pass record counts one call per sample."""
+    from konkord.stages.decisions_cost import cost_of_rows
+
+    records = list(records)
+    tally = cost_of_rows(records, price, who.startswith(SIMULATED))
+    if tally is not None:
+        calls, tokens_in, tokens_out, known, unknown, tallied = tally
+        return CostFigure(
+            calls=calls,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=None if unknown or not calls else round(known, 6),
+            known_cost_usd=round(known, 6),
+            unknown_calls=unknown,
+            median_latency_s=round(statistics.median(tallied), 4) if tallied else None,
+        )
     calls = tokens_in = tokens_out = unknown = 0
     known = 0.0
     latencies: list[float] = []
@@ -117,7 +144,7 @@ def cost_of(records: Iterable[Record], who: str, price: Price | None) -> CostFig
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """One pair as one route decided it: the verdicts in both orders and who gave them."""
 
@@ -125,7 +152,7 @@ class Decision:
     winner: str | None  # model_a, model_b or "tie"; None while incomplete or pending
     flipped: bool
     decided_by: str  # the judge whose verdicts stand, "pending", or "people"
-    orders: Mapping[str, Record]
+    orders: Mapping[str, VerdictRecord]
 
 
 @dataclass(frozen=True)
@@ -136,7 +163,7 @@ class Route:
     kind: RouteKind
     judges: tuple[str, ...]  # the models behind it: one judge, or first pass then strong
     decisions: dict[PairKey, Decision]
-    calls: dict[str, list[Record]]  # judge -> records of the calls this route paid for
+    calls: dict[str, list[VerdictRecord]]  # judge -> records of the calls this route paid for
 
     def decided(self) -> list[Decision]:
         """The pairs with a verdict from both orders (or a label)."""
@@ -147,12 +174,7 @@ class Route:
         parts = [cost_of(recs, judge, prices.get(judge)) for judge, recs in self.calls.items()]
         unknown = sum(p.unknown_calls for p in parts)
         known = round(sum(p.known_cost_usd for p in parts), 6)
-        latencies = [
-            float(r["latency_s"])
-            for recs in self.calls.values()
-            for r in recs
-            if is_call(r) and r.get("latency_s") is not None
-        ]
+        latencies = [x for recs in self.calls.values() for x in call_latencies(recs)]
         return CostFigure(
             calls=sum(p.calls for p in parts),
             tokens_in=sum(p.tokens_in for p in parts),
@@ -172,7 +194,8 @@ class RunDecisions:
     labels: dict[PairKey, list[Record]]
     cascade: CascadePairs | None = None
     cascade_route: str | None = None
-    judge_records: dict[str, list[Record]] = field(default_factory=dict)
+    judge_records: dict[str, list[VerdictRecord]] = field(default_factory=dict)
+    combined: dict[str, list[CombinedVerdict]] = field(default_factory=dict)  # per judge alone
 
     def judge(self, name: str) -> Route:
         """The route of one judge alone."""
@@ -192,12 +215,12 @@ class RunDecisions:
         return agree, total
 
 
-def _judge_route(name: str, records: list[Record]) -> Route:
+def _judge_route(name: str, combined: list[CombinedVerdict], records: list[VerdictRecord]) -> Route:
     decisions = {
         (c.task_id, c.model_a, c.model_b): Decision(
             (c.task_id, c.model_a, c.model_b), c.winner, c.flipped, name, c.orders
         )
-        for c in combine_verdicts(records)
+        for c in combined
     }
     return Route(name, "judge", (name,), decisions, {name: list(records)})
 
@@ -237,13 +260,16 @@ def _cascade_route(pairs: CascadePairs, name: str) -> Route:
 
 def decide(
     models: Sequence[str],
-    verdicts: Mapping[str, list[Record]],
+    verdicts: Mapping[str, list[VerdictRecord]],
     labels: Iterable[Record],
     plan: CascadePlan | None = None,
 ) -> RunDecisions:
     """The run's routes from its current verdict records per judge (stale ones already left
     out), its standing labels (model_a < model_b) and its cascade plan, if any."""
-    routes = {judge: _judge_route(judge, records) for judge, records in verdicts.items()}
+    combined = {judge: combine_verdicts(records) for judge, records in verdicts.items()}
+    routes = {
+        judge: _judge_route(judge, combined[judge], records) for judge, records in verdicts.items()
+    }
     by_pair: dict[PairKey, list[Record]] = {}
     for label in labels:
         if label.get("winner") is None:
@@ -266,7 +292,7 @@ def decide(
         )
         name = cascade_name(plan.first_pass, plan.strong, plan.accept_at)
         routes[name] = _cascade_route(pairs, name)
-    return RunDecisions(routes, by_pair, pairs, name, dict(verdicts))
+    return RunDecisions(routes, by_pair, pairs, name, dict(verdicts), combined)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.door import check_options, make_client
 from konkord.providers.loading import is_offline_model
-from konkord.stages.report.report import ReportOptions, build_results
+from konkord.stages.report.report import ReportOptions, write_report
 from konkord.stages.run import answers_to_make
 
 Echo = Callable[[str], None]
@@ -121,10 +121,9 @@ def ensure_run(
     notes.extend(_simulated_labels(spec, echo))
     notes.extend(_checks(spec, echo))
     if not _results_current(spec, options):
-        from konkord.results.schema import write_results
 
         echo(f"  {spec.name}: computing {spec.results_path}")
-        write_results(build_results(spec, options), spec.results_path)
+        write_report(spec, spec.results_path, options)
     return notes
 
 

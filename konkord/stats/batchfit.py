@@ -11,7 +11,7 @@ and twice the speed of the matrix product that forms the resamples.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,14 +22,18 @@ from .bt import (
     BatchPairMatrix,
     Comparisons,
     FloatArray,
+    IntArray,
+    PairMatrix,
     newton_bt,
     raw_win_rate,
     single_threaded_blas,
 )
+from .newton import shared_inverse
 
 _BATCH_ELEMENTS = 1 << 20  # fits x max(M x M, tasks) formed at once: 8 MB in float64
 _EXACT_FLOAT32 = float(1 << 22)  # sums of halves below this are exact in float32
 _BLOCK_ELEMENTS = 1 << 18  # (tasks x pairs) counted at once while packing the scores
+_SHARED_STEP_UNITS = 100  # jackknife of this many units or more: first steps share a curvature
 
 
 def batch_rows(n_models: int, n_units: int = 0) -> int:
@@ -114,12 +118,13 @@ def fit_batches(
     init: FloatArray,
     workers: int | None,
     first_step: FloatArray | None = None,
+    offsets: FloatArray | None = None,
 ) -> BatchFits:
     """Fit each (k, M, M) batch of score matrices with `newton_bt`, keeping only the figures.
 
     Fits are independent, so batching does not change a bit of any result. The batches are
     formed inside the loop (they may be a generator), with BLAS on one thread. `first_step`
-    goes to `newton_bt`.
+    goes to `newton_bt`, and so do `offsets` (n_fits, M), a batch at a time.
     """
     beta = np.empty((n_fits, n_models))
     raw = np.empty((n_fits, n_models))
@@ -127,7 +132,9 @@ def fit_batches(
     with single_threaded_blas():
         for wins in batches:
             stop = start + wins.shape[0]
-            res = newton_bt(wins, prior=prior, init=init, workers=workers, first_step=first_step)
+            offset = None if offsets is None else offsets[start:stop]
+            res = newton_bt(wins, prior=prior, init=init, workers=workers, first_step=first_step,
+                            offset=offset)
             beta[start:stop] = res.beta
             raw[start:stop] = raw_win_rate(wins)
             iterations_max = max(iterations_max, int(res.iterations.max(initial=0)))
@@ -136,3 +143,58 @@ def fit_batches(
     if start != n_fits:
         raise ValueError(f"expected {n_fits} fits, the batches held {start}")
     return BatchFits(beta, raw, iterations_max, converged)
+
+
+def task_weights(n_tasks: int, n_resamples: int, seed: int) -> IntArray:
+    """How many times each task is drawn in each resample, (B, T); seeded."""
+    batches = list(task_weight_batches(n_tasks, n_resamples, seed, max(1, n_resamples)))
+    if not batches:
+        return np.zeros((0, n_tasks), dtype=np.int64)
+    return batches[0]
+
+
+def task_weight_batches(n_tasks: int, n_resamples: int, seed: int, rows: int) -> Iterator[IntArray]:
+    """`task_weights` a batch of `rows` resamples at a time, drawn from one generator in
+    order, so that the batches together are exactly `task_weights(n_tasks, n_resamples, seed)`."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_resamples, rows):
+        k = min(rows, n_resamples - start)
+        drawn = rng.integers(0, n_tasks, size=(k, n_tasks))
+        drawn += n_tasks * np.arange(k)[:, None]
+        weights: IntArray = np.bincount(drawn.ravel(), minlength=k * n_tasks).reshape(k, n_tasks)
+        yield weights
+
+
+def resampled_wins(
+    scores: npt.NDArray[np.floating], n_resamples: int, seed: int, n_models: int
+) -> Iterator[BatchPairMatrix]:
+    """The task bootstrap's score matrices (k, M, M), a batch at a time: the resamples'
+    task weights (`task_weight_batches`) times the per-task scores (`task_scores`). Exact
+    sums, so the same bits whatever the batch size; every fit of a task bootstrap (plain or
+    style-controlled) is fitted to these."""
+    rows = batch_rows(n_models, scores.shape[0])
+    for weights in task_weight_batches(scores.shape[0], n_resamples, seed, rows):
+        yield (weights.astype(scores.dtype) @ scores).astype(np.float64).reshape(
+            -1, n_models, n_models
+        )
+
+
+def left_out_wins(
+    scores: npt.NDArray[np.floating], wins_all: PairMatrix
+) -> Iterator[BatchPairMatrix]:
+    """The jackknife's score matrices, each task left out in turn, a batch at a time."""
+    m = wins_all.shape[0]
+    rows = batch_rows(m, scores.shape[0])
+    flat_all = wins_all.reshape(1, m * m)
+    for k in range(0, scores.shape[0], rows):
+        yield (flat_all - scores[k : k + rows]).reshape(-1, m, m)
+
+
+def jackknife_first_step(
+    wins_all: PairMatrix, init: FloatArray, prior: float, n_jack: int
+) -> PairMatrix | None:
+    """The first step every jackknife fit shares (`newton_bt`'s `first_step`), or None.
+
+    Each jackknife fit leaves out one unit of many: the full data's curvature at the point
+    estimate is close to its own, so it takes the first step of all of them."""
+    return shared_inverse(wins_all, init, prior) if n_jack >= _SHARED_STEP_UNITS else None

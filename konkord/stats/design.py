@@ -3,9 +3,11 @@
 `all` judges every pair on every task. `random_design` draws K pairs per task, balanced so
 every model appears about equally often, starting from a random path through all models so
 the design is connected (Bradley-Terry needs neither all pairs nor a baseline, only a
-connected design). `next_round` is the adaptive step: from the current ranking it gives the
-next round's pairs to neighbouring models that are not yet separated and that the remaining
-tasks can still separate, on tasks not yet judged for that pair, and says why for each.
+connected design). `next_round` is the adaptive step: from the current ranking it spends the
+next round on the neighbouring models that are not yet separated and that the remaining tasks
+can still separate, where the comparisons raise the expected number separated the most
+(`allocation.allocate`; pairs up to two ranks apart count as routes), on tasks not yet judged
+for each pair, and says why for each neighbour.
 
 Designs are arrays of rows (task, i, j) with i < j, model and task indices as in
 `Comparisons`. Pure: numpy in, arrays and frozen dataclasses out.
@@ -19,6 +21,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+
+from .allocation import allocate, information
+from .ranking import PairwiseDifferences
+from .resample import critical_value
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -111,58 +117,57 @@ class RoundChoice:
 def next_round(
     order: IntArray,
     supported: BoolArray,
-    interval_low: npt.NDArray[np.float64],
-    interval_high: npt.NDArray[np.float64],
+    differences: PairwiseDifferences,
     judged: BoolArray,
     pairs_left: int,
     round_pairs: int,
     seed: int,
-    reach: float = 1.0,
-    window: int = 1,
+    window: int = 2,
 ) -> RoundChoice:
     """The adaptive step: the next round's (task, pair) rows and each neighbour's reason.
 
     `order` is the ranking (best first), `supported[a, b]` whether "a above b" is claimed (the
-    report's floors and sign test included), `interval_*[a, b]` the difference intervals,
+    report's floors and sign test included), `differences` the difference intervals,
     `judged[t, a, b]` (a < b) whether the pair is already in the design on task t. A
     neighbouring pair is separated when either ordering is supported; out of reach when every
-    task has it already, or when its interval is so wide against its gap that even direct
-    comparisons on every task would leave it over `reach` times the gap (the half-width
-    shrinks as 1/sqrt(direct comparisons)); open otherwise. The round's `round_pairs` (at most
-    `pairs_left`) are shared evenly among the open pairs, on tasks drawn at random from those
-    not yet judged for each; what one cannot take goes to the others."""
-    n_tasks = judged.shape[0]
+    task has it already, or when even all of its free tasks judged directly would leave an
+    interval around the gap observed that still holds 0 (the standard error scaled by the
+    Bradley-Terry information); open otherwise. The round's `round_pairs` (at most
+    `pairs_left`) go to pairs up to `window` ranks apart by `allocation.allocate`: where they
+    most raise the expected number of open neighbours separated, on tasks drawn at random
+    from those not yet judged for each pair."""
+    n_tasks, m = judged.shape[0], judged.shape[1]
     rng = np.random.default_rng(seed)
+    estimate, lower, upper = differences.estimate, differences.lower, differences.upper
+    crit = critical_value(differences.level, max(2, int(judged.any(axis=(1, 2)).sum())))
+    counts = judged.sum(axis=0).astype(np.float64)
+    counts = counts + counts.T
+    free = n_tasks - counts.astype(np.int64)
     choices: list[PairChoice] = []
-    open_pairs: list[tuple[int, int, IntArray]] = []
-    near = [
-        (int(order[pos]), int(order[pos + gap]))
-        for gap in range(1, window + 1)
-        for pos in range(len(order) - gap)
-    ]
-    for up, low in near:
-        i, j = min(up, low), max(up, low)
-        free = np.flatnonzero(~judged[:, i, j])
-        direct = n_tasks - free.size
+    open_pairs: list[tuple[int, int]] = []
+    for pos in range(len(order) - 1):
+        up, low = int(order[pos]), int(order[pos + 1])
+        lo, hi = float(lower[up, low]), float(upper[up, low])
+        span = f"interval [{lo:.2f}, {hi:.2f}]"
         if supported[up, low] or supported[low, up]:
             choices.append(PairChoice(up, low, "separated", "the ordering is supported"))
             continue
-        if free.size == 0:
+        if free[up, low] == 0:
             choices.append(PairChoice(up, low, "out of reach", "every task already judges it"))
             continue
-        lo, hi = float(interval_low[up, low]), float(interval_high[up, low])
-        gap, half = (hi + lo) / 2.0, (hi - lo) / 2.0
-        if direct > 0 and gap != 0.0 and half * np.sqrt(direct / n_tasks) > reach * abs(gap):
-            choices.append(
-                PairChoice(
-                    up, low, "out of reach",
-                    f"interval [{lo:.2f}, {hi:.2f}] would stay about "
-                    f"{half * np.sqrt(direct / n_tasks):.2f} wide (half) at all {n_tasks} tasks, "
-                    f"more than {reach:g} x the gap {abs(gap):.2f}",
-                )
-            )  # fmt: skip
+        se = max((hi - lo) / (2.0 * crit), 1e-9)
+        more = np.zeros((m, m))
+        more[up, low] = more[low, up] = int(free[up, low])
+        model_now = _model_se(counts, estimate, up, low)
+        best = se * _model_se(counts + more, estimate, up, low) / model_now
+        if abs(float(estimate[up, low])) <= crit * best:
+            choices.append(PairChoice(
+                up, low, "out of reach",
+                f"{span}: even {int(more[up, low])} more direct comparisons would leave "
+                f"about +-{crit * best:.2f} around the gap {abs(float(estimate[up, low])):.2f}",
+            ))  # fmt: skip
             continue
-        open_pairs.append((up, low, free))
+        open_pairs.append((up, low))
     if not open_pairs:
         return RoundChoice(
             np.zeros((0, 3), dtype=np.int64),
@@ -171,30 +176,57 @@ def next_round(
         )
     if pairs_left <= 0:
         return RoundChoice(np.zeros((0, 3), dtype=np.int64), tuple(choices), "the budget is spent")
-    quota = min(round_pairs, pairs_left)
-    share = {(up, low): 0 for up, low, _ in open_pairs}
-    room = {(up, low): free.size for up, low, free in open_pairs}
-    while quota > 0 and any(share[p] < room[p] for p in share):
-        for pair in share:
-            if quota > 0 and share[pair] < room[pair]:
-                share[pair] += 1
-                quota -= 1
+    rank_of = np.empty(m, dtype=np.int64)
+    rank_of[order] = np.arange(len(order))
+    a, b = np.triu_indices(m, k=1)
+    near = (np.abs(rank_of[a] - rank_of[b]) <= window) & (free[a, b] > 0)
+    candidates = np.stack([a[near], b[near]], axis=1).astype(np.int64)
+    neighbours = np.asarray(open_pairs, dtype=np.int64)
+    se_now = np.array(
+        [(upper[u, v] - lower[u, v]) / (2.0 * crit) for u, v in open_pairs], dtype=np.float64
+    )
+    given = allocate(
+        neighbours, estimate, np.maximum(se_now, 1e-9), counts,
+        free[candidates[:, 0], candidates[:, 1]].astype(np.float64),
+        min(round_pairs, pairs_left), crit, candidates,
+    )  # fmt: skip
     rows: list[IntArray] = []
-    for up, low, free in open_pairs:
-        given = share[(up, low)]
-        tasks = np.sort(rng.choice(free, size=given, replace=False))
+    # Pairs that share a model go to the same tasks where they can: on those tasks the sign
+    # test sees each model in several comparisons, against opponents the other met too.
+    touched = np.zeros((n_tasks, m))
+    for (i, j), count in sorted(given.items(), key=lambda item: (-item[1], item[0])):
+        pull = touched[:, i] + touched[:, j] + rng.random(n_tasks)
+        pull[judged[:, i, j]] = -np.inf
+        tasks = np.sort(np.argsort(-pull, kind="stable")[:count])
+        touched[tasks, i] += 1.0
+        touched[tasks, j] += 1.0
+        rows.append(np.stack([tasks, np.full(count, i), np.full(count, j)], axis=1))
+    for up, low in open_pairs:
         i, j = min(up, low), max(up, low)
-        rows.append(np.stack([tasks, np.full(given, i), np.full(given, j)], axis=1))
         choices.append(
             PairChoice(
                 up, low, "open",
-                f"interval [{float(interval_low[up, low]):.2f}, "
-                f"{float(interval_high[up, low]):.2f}] contains 0; {free.size} tasks left",
-                given,
+                f"interval [{float(lower[up, low]):.2f}, {float(upper[up, low]):.2f}] "
+                f"contains 0; {int(free[i, j])} tasks left",
+                given.get((i, j), 0),
             )
         )  # fmt: skip
-    design = np.concatenate(rows).astype(np.int64) if rows else np.zeros((0, 3), np.int64)
-    return RoundChoice(design, tuple(choices), None)
+    if not rows:
+        return RoundChoice(
+            np.zeros((0, 3), dtype=np.int64), tuple(choices),
+            "no task is left for the pairs near the open neighbours",
+        )  # fmt: skip
+    return RoundChoice(np.concatenate(rows).astype(np.int64), tuple(choices), None)
+
+
+def _model_se(
+    counts: npt.NDArray[np.float64], estimate: npt.NDArray[np.float64], up: int, low: int
+) -> float:
+    """The Bradley-Terry standard error of beta_up - beta_low under `counts`."""
+    x = np.zeros(counts.shape[0])
+    x[up], x[low] = 1.0, -1.0
+    variance = float(x @ np.linalg.solve(information(counts, estimate), x))
+    return float(np.sqrt(max(variance, 1e-18)))
 
 
 def start_pairs_per_task(n_models: int, n_tasks: int, budget_pairs: int, share: float = 0.7) -> int:

@@ -40,6 +40,8 @@ from .bt import (
 from .diagnostics import wilson_interval
 from .resample import Bootstrap, Interval
 
+_SIGN_BLOCK = 1 << 24  # (tasks x M^3) multiply-adds of the opponent expectations at once
+
 
 def normal_critical(level: float) -> float:
     """The two-sided normal critical value at `level` (1.96 at 95%)."""
@@ -120,13 +122,20 @@ class SignTests:
     p_value: PairMatrix
 
 
-def sign_tests(comp: Comparisons) -> SignTests:
+def sign_tests(comp: Comparisons, log_strength: FloatArray | None = None) -> SignTests:
     """Exact sign tests over tasks of every pair's per-task mean score.
 
     On each task a model's score is its mean over its comparisons there (a win 1, a tie 1/2);
     two models are compared on the tasks where both have comparisons, ties between their scores
     dropped. This asks what a BT ordering claims, "a does better than b", of the tasks
     one by one, so a handful of tasks can never support an ordering however unanimous.
+
+    With `log_strength` (the fitted strengths), each score is taken less what it would be
+    expected to be if a and b were equal (both at their mean strength) against the opponents
+    each met: under a sparse design two models do not meet the same opponents on a task, and a
+    model drawn against stronger ones (an adaptive design gives each its neighbours) would
+    otherwise look worse for it. Where both met the same opponents, as when every pair is
+    judged, the two expectations are equal and the test is the plain one.
     """
     per_task = task_win_matrices(comp)  # (T, M, M)
     won = per_task.sum(axis=2)
@@ -134,6 +143,8 @@ def sign_tests(comp: Comparisons) -> SignTests:
     with np.errstate(invalid="ignore", divide="ignore"):
         score = np.where(count > 0, won / np.where(count > 0, count, 1.0), np.nan)
     diff = score[:, :, None] - score[:, None, :]  # (T, M, M)
+    if log_strength is not None:
+        diff = diff - _opponent_expectation(per_task, count, log_strength)
     higher = (diff > 1e-12).sum(axis=0).astype(np.int64)  # NaN compares False: task skipped
     lower = (diff < -1e-12).sum(axis=0).astype(np.int64)
     n = higher + lower
@@ -141,6 +152,30 @@ def sign_tests(comp: Comparisons) -> SignTests:
     p = np.minimum(1.0, 2.0 * bdtr(smaller, np.maximum(n, 1), 0.5))
     p = np.where(n == 0, 1.0, p)
     return SignTests(higher=higher, lower=lower, p_value=p)
+
+
+def _opponent_expectation(per_task: FloatArray, count: FloatArray, beta: FloatArray) -> FloatArray:
+    """[t, a, b]: a's expected mean score on task t less b's, were both at (beta_a + beta_b)/2
+    (against each other 1/2 apiece), against the opponents each met there."""
+    met = per_task + per_task.transpose(0, 2, 1)  # (T, M, M) comparisons of a and c
+    m = beta.size
+    middle = (beta[:, None] + beta[None, :]) / 2.0  # [a, b]
+    expect = 1.0 / (1.0 + np.exp(-(middle[:, :, None] - beta[None, None, :])))  # [a, b, c]
+    idx = np.arange(m)
+    expect[idx, :, idx] = 0.5  # c = a: a itself, at the middle strength
+    expect[:, idx, idx] = 0.5  # c = b
+    out = np.empty_like(per_task)
+    step = max(1, _SIGN_BLOCK // max(1, m**3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for start in range(0, per_task.shape[0], step):
+            block = slice(start, start + step)
+            # [t, a, b] = sum over c of a's comparisons with c times E[a, b, c]: one matrix
+            # product per a, batched, (a, t, c) @ (a, c, b)
+            total = np.matmul(met[block].transpose(1, 0, 2), expect.transpose(0, 2, 1))
+            total = total.transpose(1, 0, 2)
+            mean = total / count[block][:, :, None]
+            out[block] = mean - mean.transpose(0, 2, 1)
+    return out
 
 
 def floored_intervals(boot: Bootstrap, comp: Comparisons) -> dict[str, Interval]:

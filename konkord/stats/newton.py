@@ -184,6 +184,7 @@ def newton_bt(
     init: FloatArray | None = None,
     workers: int | None = None,
     first_step: PairMatrix | None = None,
+    offset: BatchModelVector | None = None,
 ) -> NewtonResult:
     """Fit B Bradley-Terry models at once by Newton's method with step halving.
 
@@ -195,6 +196,9 @@ def newton_bt(
     fit's (`shared_inverse`: the full data's, for jackknife fits that each leave out one
     task of many), takes each fit's first step in place of its own curvature and Cholesky
     solve; later steps are Newton's, so the fits end at the same optimum.
+    `offset` (B, M) is added to each model's score in each fit: the share of its score that
+    style differences explain, for the style-controlled fit (`style_fit.score_shift`); an
+    offset of zeros gives the plain fit bit for bit.
     """
     if prior < 0.0:
         raise ValueError(f"prior must be >= 0, got {prior}")
@@ -223,6 +227,7 @@ def newton_bt(
             tol,
             max_iter,
             first_step,
+            None if offset is None else offset[part],
         )
 
     small = m < 64 and n_fits * m * m < CHUNK_ELEMENTS // 4  # BLAS stays on one thread
@@ -262,6 +267,7 @@ def _newton_chunk(
     tol: float,
     max_iter: int,
     first_step: PairMatrix | None = None,
+    offset: BatchModelVector | None = None,
 ) -> None:
     """Newton iterations on one chunk, writing into `beta`, `iterations` and `grad_norm`.
 
@@ -272,6 +278,8 @@ def _newton_chunk(
     total = counts.sum(axis=2)
     counts *= -0.25  # exact: the products with it are the same bits as before
     won = wins.sum(axis=2)
+    if offset is not None:
+        won += offset
     grad, curv, d = _gradient(counts, total, won, beta, prior)
     norm = np.sqrt((grad * grad).sum(axis=1))
     grad_norm[:] = norm

@@ -35,11 +35,14 @@ def pass_rates(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
+    clusters: Sequence[int] | None = None,
 ) -> tuple[PassRate, ...]:
     """Pass rates per model from a (tasks, models) matrix of 1 (pass), 0 (fail), nan (no result).
 
     The interval is the percentile bootstrap of the same ratio (passes / answers checked),
-    resampling tasks with replacement; a resample without any result for a model is skipped."""
+    resampling tasks with replacement; a resample without any result for a model is skipped.
+    `clusters` (a dense index per row) resamples groups of rows together instead: the turns of
+    one conversation, whose outcomes are no more independent than one task's answers."""
     outcome = np.asarray(outcome, dtype=float)
     n_tasks, n_models = outcome.shape
     if n_models != len(models):
@@ -47,9 +50,14 @@ def pass_rates(
     present = ~np.isnan(outcome)
     wins = np.where(present, outcome, 0.0)
     rng = np.random.default_rng(seed)
+    groups = np.arange(n_tasks) if clusters is None else np.asarray(clusters, dtype=np.intp)
+    if groups.shape != (n_tasks,):
+        raise ValueError(f"clusters has {groups.size} entries for {n_tasks} rows")
+    n_groups = int(groups.max()) + 1 if n_tasks else 0
     weights = np.zeros((resamples, n_tasks))
     if n_tasks:
-        weights[:] = rng.multinomial(n_tasks, np.full(n_tasks, 1.0 / n_tasks), size=resamples)
+        drawn = rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=resamples)
+        weights[:] = drawn[:, groups]
     numerator = weights @ wins
     denominator = weights @ present.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -200,7 +200,7 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
     active = np.ones(m, dtype=bool)
     if comp is not None:
         floor = wald_floor(win_matrix(comp), beta, boot.point.prior, boot.level).pair
-        sign = sign_tests(comp)
+        sign = sign_tests(comp, beta)
         active = boot.point.comparisons > 0
     diffs = pairwise_differences(boot, floor)
     alpha = 1.0 - boot.level

@@ -72,3 +72,22 @@ def describe_separations(ranking: Ranking, names: Sequence[str]) -> list[str]:
             f"{pair} are not separated at {ranking.n_tasks} tasks; {planned_tasks_text(sep)}"
         )
     return out
+
+
+def not_separated_text(
+    upper: str, lower: str, sep: Separation, n_tasks: int, plan: bool = True
+) -> str:
+    """Why two neighbours are not ordered, in words that are literally true of this run; with
+    `plan`, and a wide interval, how many tasks would likely separate them."""
+    if sep.interval_excludes_zero and sep.sign_p is not None:
+        text = (
+            f"{upper} and {lower} are not separated: the interval of their difference excludes "
+            f"0, but an exact sign test over the tasks gives p = {sep.sign_p:.3g}."
+        )
+    else:
+        text = (
+            f"{upper} and {lower} are not separated: the interval of their difference contains 0."
+        )
+    if plan and not sep.interval_excludes_zero:
+        text += f" This run has {n_tasks} tasks; {planned_tasks_text(sep)}"
+    return text

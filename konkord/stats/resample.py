@@ -34,7 +34,15 @@ import numpy.typing as npt
 import scipy.sparse
 from scipy.special import ndtr, ndtri, stdtrit
 
-from .batchfit import batch_rows, fit_batches, task_scores
+from .batchfit import (
+    fit_batches,
+    jackknife_first_step,
+    left_out_wins,
+    resampled_wins,
+    task_scores,
+)
+from .batchfit import task_weight_batches as task_weight_batches  # drawn there, ours
+from .batchfit import task_weights as task_weights
 from .bt import (
     DEFAULT_PRIOR,
     BatchModelVector,
@@ -47,14 +55,12 @@ from .bt import (
 )
 from .bt import expected_win_rate as _expected_win_rate
 from .diagnostics import disconnected_resamples
-from .newton import shared_inverse
 
 Mode: TypeAlias = Literal["task", "judgments"]
 Method: TypeAlias = Literal["percentile", "bca"]
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
 _MAX_JACKKNIFE_CELLS = 5000  # beyond this, judgment-mode BCa drops the acceleration
-_SHARED_STEP_UNITS = 100  # jackknife of this many units or more: first steps share a curvature
 
 
 @dataclass(frozen=True)
@@ -244,26 +250,6 @@ def _quantile(ordered: FloatArray, q: FloatArray) -> FloatArray:
     return np.where(frac == 0.0, low_v, out)
 
 
-def task_weights(n_tasks: int, n_resamples: int, seed: int) -> IntArray:
-    """How many times each task is drawn in each resample, (B, T); seeded."""
-    batches = list(task_weight_batches(n_tasks, n_resamples, seed, max(1, n_resamples)))
-    if not batches:
-        return np.zeros((0, n_tasks), dtype=np.int64)
-    return batches[0]
-
-
-def task_weight_batches(n_tasks: int, n_resamples: int, seed: int, rows: int) -> Iterator[IntArray]:
-    """`task_weights` a batch of `rows` resamples at a time, drawn from one generator in
-    order, so that the batches together are exactly `task_weights(n_tasks, n_resamples, seed)`."""
-    rng = np.random.default_rng(seed)
-    for start in range(0, n_resamples, rows):
-        k = min(rows, n_resamples - start)
-        drawn = rng.integers(0, n_tasks, size=(k, n_tasks))
-        drawn += n_tasks * np.arange(k)[:, None]
-        weights: IntArray = np.bincount(drawn.ravel(), minlength=k * n_tasks).reshape(k, n_tasks)
-        yield weights
-
-
 def _judgment_cells(comp: Comparisons) -> tuple[IntArray, scipy.sparse.csr_matrix]:
     """Distinct (pair, score) outcomes with their counts, and each one's score matrix row."""
     m = comp.n_models
@@ -320,15 +306,9 @@ def bootstrap(
         # make the size of each resample random.
         scores = task_scores(comp)
         n_units = scores.shape[0]
-        rows = batch_rows(m, n_units)
-        batches: Iterable[FloatArray] = (
-            (weights.astype(scores.dtype) @ scores).astype(np.float64).reshape(-1, m, m)
-            for weights in task_weight_batches(n_units, n_resamples, seed, rows)
-        )
+        batches: Iterable[FloatArray] = resampled_wins(scores, n_resamples, seed, m)
         if method == "bca":
-            jack_batches = (
-                (flat_all - scores[k : k + rows]).reshape(-1, m, m) for k in range(0, n_units, rows)
-            )
+            jack_batches = left_out_wins(scores, wins_all)
             jack_weight = np.ones(n_units)
             n_jack = n_units
     elif mode == "judgments":
@@ -359,9 +339,7 @@ def bootstrap(
     ]
     jack = None
     if jack_batches is not None and jack_weight is not None:
-        # Each jackknife fit leaves out one unit of many: the full data's curvature at the
-        # point estimate is close to its own, so it takes the first step of all of them.
-        first = shared_inverse(wins_all, init, prior) if n_jack >= _SHARED_STEP_UNITS else None
+        first = jackknife_first_step(wins_all, init, prior, n_jack)
         fits.append(fit_batches(jack_batches, n_jack, m, prior, init, workers, first))
         jack = Jackknife(fits[1].log_strength, fits[1].raw_win_rate, jack_weight)
     beta = fits[0].log_strength

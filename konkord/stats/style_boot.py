@@ -1,9 +1,9 @@
-"""The task bootstrap of the style-controlled fit: the same resamples, the same intervals.
+"""The task bootstrap of the style-controlled fit: the plain bootstrap's resamples and steps.
 
 Each resample draws tasks with replacement exactly as the plain bootstrap does (the same
-seeded `task_weight_batches`, so both rankings resample the same tasks) and is fitted to
-convergence on its own data. With covariates the data no longer sum into one score matrix, so
-the fits cannot be batched as in `newton.py`; instead:
+seeded `task_weights`: common random numbers, so the two rankings differ by the covariates
+alone) and is fitted to convergence on its own data. With covariates the data no longer sum
+into one score matrix, so the fits cannot be batched as in `newton.py`; instead:
 
 - every resample's curvature at the point estimate is a weighted sum of per-task curvatures
   (one matrix product for all resamples), and so is its gradient there: the first Newton step
@@ -13,17 +13,28 @@ the fits cannot be batched as in `newton.py`; instead:
   curvature converges linearly, at a rate r set by how far a resample moves from the point
   estimate, so the error left after a step is about r / (1 - r) times the step, with r
   measured as the ratio of the last two steps; a resample stops when that is below `tol`
-  (1e-6 in log-odds, far below the digits any interval is printed with). At 20 models x
-  1,000 tasks that takes two gradient passes for every resample (r is about 0.02: the
-  second step is about 1e-5 and leaves about 2e-7). The optimum is the resample's own, as
-  in the plain fit; only the path to it differs. A resample whose step stops shrinking (one
-  far from the point estimate, as when a model wins nearly everything) is fitted from
-  scratch by the point fit's own Newton method with step halving.
+  (1e-6 in log-odds). At 20 models x 1,000 tasks that takes two gradient passes for most
+  resamples (r is about 0.02). A resample whose step stops shrinking (one far from the point
+  estimate, as when a model wins nearly everything) is fitted from scratch by the point
+  fit's own Newton method with step halving;
+- last, as in the point fit (`style_fit.py`), each resample's log-strengths are refitted by
+  the plain bootstrap's own batched Newton method on the same resampled score matrices,
+  with each model's score shifted by the style's share of it (`score_shift`, as the last
+  pass measured it, carried to the final step by the curvature). The shift is taken cell by
+  cell as a difference, so covariates of 0 give a shift of exactly 0, and then every draw
+  is the plain bootstrap's bit for bit.
 
-The jackknife that BCa's acceleration needs is the one-step approximation: each task left
-out moves the estimate by one Newton step from the point estimate, with the curvature of the
-remaining tasks. The acceleration is a third-moment correction to the percentiles; the step's
-error is of a smaller order than the leave-one-out moves it measures.
+The jackknife that BCa's acceleration needs is the plain bootstrap's too: every task left out
+is fitted to convergence, its first step with the curvature of the remaining tasks (exact at
+the point estimate), its second from a Taylor expansion of the full data's gradient
+(`style_jackknife.py`: no pass over the data, an error of third order in the move, about
+1e-9 at 1,000 tasks), or by passes like a resample where that is not below the tolerance.
+A one-step jackknife, used before, was off by about 1e-4 in log-strength at 100 tasks, and
+draws converged only to 1e-6 scrambled the plain draws that sit within 1e-7 of the point
+estimate (with every pair met on every task, win rates bunch there); each moved an
+interval's end by up to 1e-3 and claims on the edge of significance with it. Now, with every
+covariate 0, the point estimate, draws, jackknife, intervals and claims are the plain
+ranking's exactly, so whatever differs between the two is the covariates.
 """
 
 from __future__ import annotations
@@ -34,14 +45,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batchfit import task_scores
+from .batchfit import (
+    fit_batches,
+    jackknife_first_step,
+    left_out_wins,
+    resampled_wins,
+    task_scores,
+)
 from .bt import (
     DEFAULT_PRIOR,
     DEFAULT_TOL,
     FloatArray,
+    IntArray,
     expected_win_rate,
-    raw_win_rate,
     single_threaded_blas,
+    win_matrix,
 )
 from .resample import (
     DEFAULT_LEVEL,
@@ -49,9 +67,18 @@ from .resample import (
     Bootstrap,
     Interval,
     Jackknife,
-    task_weight_batches,
+    task_weights,
 )
-from .style_fit import StyleData, StyleFit, fit_style_bt, prior_terms, task_terms
+from .style_fit import (
+    StyleData,
+    StyleFit,
+    fit_style_bt,
+    prior_terms,
+    score_shift,
+    style_curvature,
+    task_terms,
+)
+from .style_jackknife import settle_left_out
 
 BOOT_TOL = 1e-6  # error left in any parameter, estimated from the last two steps
 BOOT_MAX_ITER = 60
@@ -65,7 +92,7 @@ class StyleBootstrap:
 
     `bootstrap` is a plain `Bootstrap` of the log-strengths (style at 0), so floors, the
     sign test and the ranking treat it as they treat the plain fit; `coefficients` are the
-    style coefficients' draws (B, K) and `coefficient_jackknife` their one-step jackknife.
+    style coefficients' draws (B, K) and `coefficient_jackknife` their jackknife (U, K).
     """
 
     style: StyleFit
@@ -94,53 +121,80 @@ def _solve(info: FloatArray, rhs: FloatArray) -> FloatArray:
     return out
 
 
-def _gradients(data: StyleData, theta: FloatArray, weights: FloatArray, prior: float) -> FloatArray:
-    """Exact gradients (n, P) of n resamples' penalised log-likelihoods at theta (n, P).
+@dataclass(frozen=True)
+class _FitSums:
+    """What a fit's gradient needs that its parameters do not change, for fits (n,): its
+    score matrix (n, M, M) in double, its covariates summed against the centred scores
+    (n, K), and per slot against the comparisons' counts (n, S, K), in single precision."""
 
-    A cell's residual is score - sigmoid(eta) = centred - mask tanh(eta / 2) / 2, with
-    centred = mask (score - 1/2) fixed: its share of every resample's gradient is one matrix
-    product of the weights. What depends on theta is walked a block of tasks at a time for
-    a few resamples at once, laid out (resample, task, slot) so that x . gamma is one small
-    matrix product and every other step one pass over a block that stays in cache. Within a
-    block tanh is taken in single precision, where numpy's tanh is vectorised (five times
-    faster than in double), and summed into double-precision totals block by block: each
-    residual is then off by about 1e-7, and a gradient over 190,000 comparisons by about
-    1e-5, which moves the optimum by about 1e-8 in log-odds."""
+    wins: FloatArray
+    feature_centred: FloatArray
+    slot_features: FloatArray
+
+
+def _gradients(
+    data: StyleData, theta: FloatArray, weights: FloatArray, sums: _FitSums, prior: float
+) -> tuple[FloatArray, FloatArray]:
+    """Exact gradients (n, P) of n fits' penalised log-likelihoods at theta (n, P), and the
+    style's share of each model's score (n, M) there (`style_fit.score_shift`).
+
+    A cell's residual is score - sigmoid(eta), eta = (beta_lo - beta_hi) + x . gamma. Its
+    plain part, with x . gamma left out, sums over a fit's score matrix in double precision.
+    The rest, (tanh(eta / 2) - tanh((beta_lo - beta_hi) / 2)) / 2, is walked a block of
+    tasks at a time for a few fits at once, laid out (fit, task, slot) so that x . gamma is
+    one small matrix product and every other step one pass over a block that stays in cache.
+    Within a block tanh is taken in single precision, where numpy's tanh is vectorised (five
+    times faster than in double), and summed into double-precision totals block by block:
+    each residual is then off by about 1e-7, and a gradient over 190,000 comparisons by about
+    1e-5, which moves the optimum by about 1e-8 in log-odds. Where x . gamma is 0 both tanh
+    are the same number and the difference exactly 0."""
     m, k = data.n_models, data.n_features
     n_units, n_slots = data.score.shape
     single = np.float32
-    centred = data.mask * (data.score - 0.5)  # 0 where empty
     mask = None if bool(np.all(data.mask == 1.0)) else data.mask.astype(single)
-    x_flat = data.x.reshape(n_units * n_slots, k)
-    x_flat_t = np.ascontiguousarray(x_flat.T.astype(single))
+    x_flat_t = np.ascontiguousarray(data.x.reshape(n_units * n_slots, k).T.astype(single))
     edge = data.edge()
-    grad, _ = prior_terms(theta[:, :m], theta[:, m:], prior)
-    grad[:, :m] += (weights @ centred) @ edge
-    grad[:, m:] += weights @ np.einsum("ts,tsk->tk", centred, data.x)
+    beta, gamma_all = theta[:, :m], theta[:, m:]
+    grad, _ = prior_terms(beta, gamma_all, prior)
+    counts = sums.wins + np.swapaxes(sums.wins, 1, 2)
+    spread = np.tanh(0.5 * (beta[:, :, None] - beta[:, None, :]))
+    grad[:, :m] += sums.wins.sum(axis=2) - 0.5 * counts.sum(axis=2) - 0.5 * (
+        counts * spread).sum(axis=2)
+    grad[:, m:] += sums.feature_centred
     weights = weights.astype(single)
+    by_slot = np.zeros((theta.shape[0], n_slots))
+    by_feature = np.zeros((theta.shape[0], k))
     rows = min(_BLOCK_RESAMPLES, theta.shape[0])
     tasks = max(1, _BLOCK_ELEMENTS // max(1, rows * n_slots))
     for start in range(0, theta.shape[0], rows):
         part = slice(start, start + rows)
         half = 0.5 * theta[part]  # (r, P)
         pair = (half[:, data.lo] - half[:, data.hi]).astype(single)[:, None, :]  # (r, 1, S)
+        plain = np.tanh(pair)
         gamma = half[:, m:].astype(single)  # (r, K)
-        by_slot = np.zeros((pair.shape[0], n_slots))
-        by_feature = np.zeros((k, pair.shape[0]))
+        diff_slot = np.zeros((pair.shape[0], n_slots))
+        diff_feature = np.zeros((k, pair.shape[0]))
         for t0 in range(0, n_units, tasks):
             t1 = min(t0 + tasks, n_units)
             cells = slice(t0 * n_slots, t1 * n_slots)
             eta = (gamma @ x_flat_t[:, cells]).reshape(-1, t1 - t0, n_slots)
             eta += pair
-            spread = np.tanh(eta, out=eta)  # 2 sigmoid(eta) - 1
+            diff = np.tanh(eta, out=eta)
+            diff -= plain
             if mask is not None:
-                spread *= mask[t0:t1]
-            spread *= weights[part, t0:t1, None]
-            by_slot += np.matmul(np.ones((1, t1 - t0), single), spread)[:, 0, :]
-            by_feature += x_flat_t[:, cells] @ spread.reshape(-1, (t1 - t0) * n_slots).T
-        grad[part, :m] -= 0.5 * (by_slot @ edge)
-        grad[part, m:] -= 0.5 * by_feature.T
-    return grad
+                diff *= mask[t0:t1]
+            diff *= weights[part, t0:t1, None]
+            diff_slot += np.matmul(np.ones((1, t1 - t0), single), diff)[:, 0, :]
+            diff_feature += x_flat_t[:, cells] @ diff.reshape(-1, (t1 - t0) * n_slots).T
+        by_slot[part] = diff_slot
+        # the plain tanh's share of the features' sums: the counts per slot times it
+        by_feature[part] = diff_feature.T + np.einsum(
+            "rs,rsk->rk", plain[:, 0, :], sums.slot_features[part]
+        )
+    shift = -0.5 * (by_slot @ edge)
+    grad[:, :m] += shift
+    grad[:, m:] -= 0.5 * by_feature
+    return grad, shift
 
 
 def style_bootstrap(
@@ -158,6 +212,37 @@ def style_bootstrap(
     BLAS runs on one thread throughout (the products are small; threads come from the pool)."""
     with single_threaded_blas():
         return _style_bootstrap(data, n_resamples, seed, level, prior, tol, max_iter, workers)
+
+
+def _row_weights(weights: FloatArray, rows: IntArray) -> FloatArray:
+    """Task weights (n, U) of fits `rows`: a resample's drawn counts for rows below B, and
+    for row B + k the jackknife fit that leaves task k out (every task once, k never)."""
+    n_resamples, n_units = weights.shape
+    out = np.ones((rows.size, n_units))
+    boot = rows < n_resamples
+    out[boot] = weights[rows[boot]]
+    jack = np.flatnonzero(~boot)
+    out[jack, rows[jack] - n_resamples] = 0.0
+    return out
+
+
+def _per_fit(weights: FloatArray, per_task: list[FloatArray]) -> list[FloatArray]:
+    """Each array of `per_task` (U, ...) summed over every fit's tasks: the B resamples'
+    (task weights (B, U)) and then the U jackknife fits' (all tasks but one).
+
+    The resamples' sums are one single-precision product for all the arrays together: they
+    set the first step and the fixed curvature of each fit (where any error only slows the
+    steps, never moves the optimum) and the features' counts per slot (already single in
+    `_gradients`)."""
+    flat = [a.reshape(a.shape[0], -1) for a in per_task]
+    summed = weights.astype(np.float32) @ np.concatenate(flat, axis=1).astype(np.float32)
+    out, start = [], 0
+    for a, f in zip(per_task, flat, strict=True):
+        part = summed[:, start : start + f.shape[1]].astype(np.float64)
+        start += f.shape[1]
+        both = np.concatenate([part, f.sum(axis=0)[None] - f])
+        out.append(both.reshape(-1, *a.shape[1:]))
+    return out
 
 
 def _style_bootstrap(
@@ -181,62 +266,100 @@ def _style_bootstrap(
     assert h_task is not None
     n_params = theta_hat.size
     g_prior, h_prior = prior_terms(theta_hat[:m], theta_hat[m:], prior)
-    h_flat = h_task.reshape(n_units, n_params * n_params)
-    weights = np.concatenate(
-        list(task_weight_batches(n_units, n_resamples, seed, max(1, n_resamples)))
-    ).astype(np.float64) if n_resamples else np.zeros((0, n_units))
-    info = (weights @ h_flat).reshape(-1, n_params, n_params) + h_prior
-    first = _solve(info, weights @ g_task + g_prior)
+    # The plain bootstrap's resamples, drawn by the same seeded generator: both rankings
+    # resample the same tasks (common random numbers), so they differ by the covariates only.
+    weights = task_weights(n_units, n_resamples, seed).astype(np.float64)
+    # Fits 0..B-1 are the resamples, B..B+U-1 the jackknife's (task k left out); each steps
+    # with its own curvature at the point estimate (a jackknife fit's: H - H_k).
+    n_fits = n_resamples + n_units
+    centred = sub.mask * (sub.score - 0.5)
+    slot_x = sub.mask[:, :, None] * sub.x  # (U, S, K)
+    task_curv = style_curvature(sub, theta_hat)
+    h_fit, g_fit, style_curv, slot_features = _per_fit(
+        weights, [h_task, g_task, task_curv, slot_x])
+    info = h_fit + h_prior
+    first = _solve(info, g_fit + g_prior)
+    scores = task_scores(data.comp)  # the plain bootstrap's score matrices, bit for bit
+    wins_all = win_matrix(data.comp)
+    wins = np.concatenate([np.zeros((0, m, m)), *resampled_wins(scores, n_resamples, seed, m),
+                           *left_out_wins(scores, wins_all)])
+    per_task = np.einsum("ts,tsk->tk", centred, sub.x)
+    feature_centred = np.concatenate([weights @ per_task, per_task.sum(axis=0)[None] - per_task])
+    sums = _FitSums(wins, feature_centred, slot_features.astype(np.float32))
     theta = theta_hat + first
-    iterations = np.ones(n_resamples, dtype=np.int64)
+    shift = np.zeros((n_fits, m))  # the style's share of each score at each fit's last pass
+    moved = np.zeros((n_fits, n_params))  # and each fit's step since that pass
+    iterations = np.ones(n_fits, dtype=np.int64)  # the first step is one
     n_workers = max(1, min(4, os.cpu_count() or 1) if workers is None else workers)
-    active = np.arange(n_resamples)
-    last = np.abs(first).max(axis=1, initial=0.0)  # each resample's last step: largest move
-    refit: list[int] = []  # resamples the fixed curvature does not bring home
+    last = np.abs(first).max(axis=1, initial=0.0)  # each fit's last step: largest move
+    refit: list[int] = []  # fits the fixed curvature does not bring home
+
+    def gradients(rows: IntArray) -> tuple[FloatArray, FloatArray]:
+        part = _FitSums(sums.wins[rows], sums.feature_centred[rows], sums.slot_features[rows])
+        return _gradients(sub, theta[rows], _row_weights(weights, rows), part, prior)
+
+    def advance(active: IntArray, pool: ThreadPoolExecutor) -> IntArray:
+        """One gradient pass and step for `active` fits; the ones still going on."""
+        parts = np.array_split(active, min(n_workers, active.size))
+        done = list(pool.map(gradients, parts))
+        step = _solve(info[active], np.concatenate([g for g, _ in done]))
+        shift[active] = np.concatenate([s for _, s in done])
+        size = np.abs(step).max(axis=1)
+        # A step that does not shrink means the curvature at the point estimate is too
+        # far from this fit's own (a near-separated resample): fit it from scratch.
+        growing = ~(size < last[active]) & ~(size < tol)
+        refit.extend(active[growing].tolist())
+        keep = ~growing
+        active, step, size = active[keep], step[keep], size[keep]
+        theta[active] += step
+        moved[active] = step
+        newton = iterations[active] == 1
+        # A fixed curvature converges linearly: with rate r = this step / the last, the
+        # error left after this step is about r / (1 - r) times it. Measured from the
+        # second gradient pass on (the first step's ratio is Newton's quadratic one).
+        rate = size / np.maximum(last[active], 1e-300)  # below 1: growing ones left
+        left = np.where(~newton, size * rate / np.maximum(1.0 - rate, 1e-12), size)
+        last[active] = size
+        iterations[active] += 1
+        going: IntArray = active[left >= tol]
+        return going
+
+    # The jackknife fits by the expansion where it is accurate (style_jackknife.py); the
+    # others, and every resample, by passes over the data.
+    left_out = settle_left_out(sub, theta_hat, first[n_resamples:], info[n_resamples:], g_task,
+                               h_task, task_curv, prior, tol)
+    settled = n_resamples + np.flatnonzero(left_out.done)
+    theta[settled] = left_out.theta[left_out.done]
+    shift[settled] = left_out.shift[left_out.done]
+    iterations[settled] += 1
     with ThreadPoolExecutor(max_workers=n_workers) as pool:
+        active = np.setdiff1d(np.arange(n_fits), settled)
         for _ in range(max_iter):
             if active.size == 0:
                 break
-            parts = np.array_split(active, min(n_workers, active.size))
-            grads = list(
-                pool.map(lambda idx: _gradients(sub, theta[idx], weights[idx], prior), parts)
-            )
-            step = _solve(info[active], np.concatenate(grads))
-            size = np.abs(step).max(axis=1)
-            # A step that does not shrink means the curvature at the point estimate is too
-            # far from this resample's own (a near-separated resample): fit it from scratch.
-            growing = ~(size < last[active]) & ~(size < tol)
-            refit += active[growing].tolist()
-            keep = ~growing
-            active, step, size = active[keep], step[keep], size[keep]
-            theta[active] += step
-            # A fixed curvature converges linearly: with rate r = this step / the last, the
-            # error left after this step is about r / (1 - r) times it. Measured from the
-            # second gradient pass on (the first step's ratio is Newton's quadratic one).
-            rate = size / np.maximum(last[active], 1e-300)  # below 1: growing ones left
-            left = np.where(iterations[active] >= 2,
-                            size * rate / np.maximum(1.0 - rate, 1e-12), size)
-            last[active] = size
-            iterations[active] += 1
-            active = active[left >= tol]
+            active = advance(active, pool)
     refit += active.tolist()
+    # The shift at each fit's final point: the last pass's, carried over its last step.
+    shift -= np.einsum("nmp,np->nm", style_curv, moved)
     for b in refit:
-        own = fit_style_bt(sub, prior=prior, weights=weights[b], init=theta_hat)
+        row = _row_weights(weights, np.array([b]))[0]
+        own = fit_style_bt(sub, prior=prior, weights=row, init=theta_hat)
         theta[b] = np.concatenate([own.fit.log_strength, own.coefficients])
+        shift[b] = score_shift(sub, theta[b, :m], theta[b, m:], row)
         iterations[b] += own.fit.iterations
-    active = np.array([b for b in refit if not _converged(sub, theta[b], weights[b], prior)],
-                      dtype=np.int64)
-    converged = n_resamples - active.size
-    beta = theta[:, :m] - theta[:, :m].mean(axis=1, keepdims=True)
-    # One-step jackknife: leave each task out of the full data's curvature and gradient.
-    h_all = h_task.sum(axis=0) + h_prior
-    g_all = g_task.sum(axis=0) + g_prior
-    jack = theta_hat + _solve(h_all[None] - h_task, g_all[None] - g_task)
-    jack_beta = jack[:, :m] - jack[:, :m].mean(axis=1, keepdims=True)
-    scores = task_scores(data.comp).astype(np.float64)
-    raw = raw_win_rate((weights @ scores).reshape(-1, m, m))
-    flat_all = scores.sum(axis=0)
-    jack_raw = raw_win_rate((flat_all[None] - scores).reshape(-1, m, m))
+    unconverged = [b for b in refit
+                   if not _converged(sub, theta[b], _row_weights(weights, np.array([b]))[0],
+                                     prior)]
+    # The log-strengths by the plain bootstrap's Newton method, resamples and jackknife alike.
+    init = style.fit.log_strength
+    fits = [
+        fit_batches([wins[:n_resamples]] if n_resamples else [], n_resamples, m, prior, init,
+                    workers, offsets=shift[:n_resamples]),
+        fit_batches([wins[n_resamples:]], n_units, m, prior, init, workers,
+                    jackknife_first_step(wins_all, init, prior, n_units),
+                    offsets=shift[n_resamples:]),
+    ]
+    beta, jack = fits[0].log_strength, fits[1]
     boot = Bootstrap(
         mode="task",
         method="bca",
@@ -249,16 +372,17 @@ def _style_bootstrap(
         log_strength=beta,
         rating=np.exp(beta),
         expected_win_rate=expected_win_rate(beta),
-        raw_win_rate=raw,
-        jackknife=Jackknife(jack_beta, jack_raw, np.ones(n_units)),
-        iterations_max=int(iterations.max(initial=0)),
-        n_converged=int(converged),
-        n_fits=n_resamples,
+        raw_win_rate=fits[0].raw_win_rate,
+        jackknife=Jackknife(jack.log_strength, jack.raw_win_rate, np.ones(n_units)),
+        iterations_max=int(max(iterations.max(initial=0), *(f.iterations_max for f in fits))),
+        # a fit counts once as unconverged, by its coefficients or by its log-strengths
+        n_converged=max(0, sum(f.n_converged for f in fits) - len(unconverged)),
+        n_fits=n_fits,
     )
     return StyleBootstrap(
         style=style,
         bootstrap=boot,
-        coefficients=theta[:, m:].copy(),
-        coefficient_jackknife=jack[:, m:].copy(),
-        iterations_max=int(iterations.max(initial=0)),
+        coefficients=theta[:n_resamples, m:].copy(),
+        coefficient_jackknife=theta[n_resamples:, m:].copy(),
+        iterations_max=boot.iterations_max,
     )

@@ -11,6 +11,11 @@ sides with the winner finite and leaves a feature no answer has at exactly 0. Th
 log-strengths have mean 0; `expected_win_rate` is then the win rate against the field with
 the style differences set to 0: what the judge would say if the answers were alike in style.
 
+Given the coefficients, the log-strengths are the plain fit's with each model's score shifted
+by the share of it that the style differences explain (`score_shift`): the fit ends with the
+plain fit's own Newton method (`newton_bt`) on the same score matrix with that shift. With
+every covariate 0 the shift is exactly 0 and the log-strengths are the plain fit's, bit for bit.
+
 Data is laid out per task on a grid of slots, one slot per model pair that occurs (more layers
 when a task holds the same pair twice), so that a bootstrap resample's weights are a row of
 task counts broadcast over the grid, never a gather (`style_boot.py`).
@@ -33,6 +38,7 @@ from .bt import (
     FloatArray,
     IntArray,
     expected_win_rate,
+    newton_bt,
     raw_win_rate,
     win_matrix,
 )
@@ -170,6 +176,62 @@ def task_terms(
     return grad, info
 
 
+def score_shift(
+    data: StyleData, beta: FloatArray, gamma: FloatArray, weights: FloatArray | None = None
+) -> FloatArray:
+    """(M,): each model's expected score with the style differences at 0 less its expected
+    score with them, at (beta, gamma): added to its observed score, the plain Bradley-Terry
+    gradient becomes the style-controlled one. Taken as a difference cell by cell, so that
+    covariates of 0 give exactly 0; `weights` (T,) as in `task_terms`."""
+    n_units, n_slots = data.score.shape
+    plain = (beta[data.lo] - beta[data.hi])[None, :]
+    styled = plain + (data.x.reshape(n_units * n_slots, -1) @ gamma).reshape(n_units, n_slots)
+    mask = data.mask if weights is None else data.mask * weights[:, None]
+    out: FloatArray = (mask * (expit(plain) - expit(styled))).sum(axis=0) @ data.edge()
+    return out
+
+
+def slot_wins(data: StyleData, weights: FloatArray | None = None) -> FloatArray:
+    """(M, M) score matrix of the grid's comparisons ([a, b] = a's score against b), each
+    task counted `weights` times; with no weights exactly `win_matrix` of the comparisons."""
+    if weights is None:
+        return win_matrix(data.comp)
+    m = data.n_models
+    won = weights @ (data.mask * data.score)
+    lost = weights @ (data.mask * (1.0 - data.score))
+    wins = np.zeros((m, m))
+    np.add.at(wins, (data.lo, data.hi), won)
+    np.add.at(wins, (data.hi, data.lo), lost)
+    return wins
+
+
+def style_curvature(sub: StyleData, theta: FloatArray) -> FloatArray:
+    """(U, M, P) per task: minus the derivative of the style's share of each model's score
+    (`score_shift`) with respect to the parameters, at theta; exactly 0 where x is 0."""
+    m = sub.n_models
+    n_units, n_slots = sub.score.shape
+    plain = (theta[sub.lo] - theta[sub.hi])[None, :]
+    styled = plain + (sub.x.reshape(n_units * n_slots, -1) @ theta[m:]).reshape(n_units, n_slots)
+
+    def var(eta: FloatArray) -> FloatArray:
+        p = expit(eta)
+        out: FloatArray = p * (1.0 - p)
+        return out
+
+    v_diff = sub.mask * (var(styled) - var(plain))
+    lap = np.zeros((n_slots, m * m))
+    s = np.arange(n_slots)
+    lap[s, sub.lo * m + sub.lo] += 1.0
+    lap[s, sub.hi * m + sub.hi] += 1.0
+    lap[s, sub.lo * m + sub.hi] -= 1.0
+    lap[s, sub.hi * m + sub.lo] -= 1.0
+    out = np.empty((n_units, m, m + sub.n_features))
+    out[:, :, :m] = (v_diff @ lap).reshape(n_units, m, m)
+    v = sub.mask * var(styled)
+    out[:, :, m:] = np.swapaxes(np.swapaxes(v[:, :, None] * sub.x, 1, 2) @ sub.edge(), 1, 2)
+    return out
+
+
 def prior_terms(
     beta: FloatArray, gamma: FloatArray, prior: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -254,8 +316,12 @@ def fit_style_bt(
         theta, grad, info, norm = trial, new_grad, new_info, new_norm
         iterations += 1
     assert info is not None
-    beta = theta[:m] - theta[:m].mean()
-    wins = win_matrix(data.comp)
+    # The log-strengths by the plain fit's Newton method, the style's share of each score
+    # added (see the module's docstring).
+    wins = slot_wins(data, weights)
+    shift = score_shift(data, theta[:m], theta[m:], weights)
+    plain = newton_bt(wins[None], prior=prior, tol=tol, max_iter=max_iter, offset=shift[None])
+    beta = plain.beta[0]
     counts = (wins + wins.T).sum(axis=1)
     fit = BTFit(
         log_strength=beta,
@@ -263,9 +329,9 @@ def fit_style_bt(
         expected_win_rate=expected_win_rate(beta),
         raw_win_rate=raw_win_rate(wins),
         comparisons=np.rint(counts).astype(np.int64),
-        iterations=iterations,
-        gradient_norm=norm,
-        converged=norm < tol,
+        iterations=iterations + int(plain.iterations[0]),
+        gradient_norm=max(norm, float(plain.gradient_norm[0])),
+        converged=norm < tol and bool(plain.converged[0]),
         prior=prior,
     )
     return StyleFit(fit=fit, coefficients=theta[m:].copy(), curvature=info)

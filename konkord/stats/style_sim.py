@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from .bt import Comparisons, FloatArray, ModelVector, comparisons, expected_win_rate
 from .gate import gate
-from .resample import bootstrap
+from .resample import DEFAULT_RESAMPLES, bootstrap
 from .style_boot import style_bootstrap
 from .style_features import normalised_difference
 from .style_fit import style_data
@@ -88,6 +88,12 @@ class StyleCoverage:
     # the same share between the plain ranking and itself on other resamples (another
     # bootstrap seed): the noise floor of claims at pairs on the edge of significance
     claims_reseeded: float
+    claims_gained: int  # claims of the style-controlled ranking the plain one lacks, all fields
+    claims_lost: int  # and the other way round
+    # the share of fields whose claims differ between the plain ranking and the style-controlled
+    # one fitted with every covariate 0 (None unless asked for; it must be 0: the two share
+    # resamples, so with nothing to take out nothing may differ)
+    claims_zeroed: float | None
     plain_false_claims: int  # claims against people's order, over all fields
     controlled_false_claims: int
     plain_claims: int
@@ -109,19 +115,22 @@ def style_coverage_study(
     n_models: int,
     n_tasks: int,
     coefficient: float,
-    resamples: int = 200,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     strength: npt.ArrayLike | None = None,
     spread: float = 1.0,
     tie_rate: float = 0.0,
     verbosity_slope: float = 0.5,
+    zero_control: bool = False,
 ) -> StyleCoverage:
-    """Simulate `n_fields` runs and fit both rankings to each (the report's intervals).
+    """Simulate `n_fields` runs and fit both rankings to each (the report's intervals and
+    gate; both with the same bootstrap seed, so on the same resamples, as the report does).
     Each model's log-length offset is -verbosity_slope * beta (0: length unrelated to
-    quality)."""
+    quality). With `zero_control`, also fit the style-controlled ranking with every
+    covariate 0 and count the fields where its claims are not the plain ranking's."""
     rng = np.random.default_rng([seed, 27])
     plain_hits = controlled_hits = plain_all = controlled_all = coef_hits = changed = 0
-    reseeded_changed = 0
+    reseeded_changed = gained = lost = zeroed = 0
     plain_false = controlled_false = plain_claims = controlled_claims = 0
     coefficients = []
     for field_number in range(n_fields):
@@ -150,6 +159,13 @@ def style_coverage_study(
         coefficients.append(float(styled.style.coefficients[0]))
         claims = [{(c.upper, c.lower) for c in g.ranking.claims} for g in gated]
         changed += claims[0] != claims[1]
+        gained += len(claims[1] - claims[0])
+        lost += len(claims[0] - claims[1])
+        if zero_control:
+            blank = style_bootstrap(style_data(field.comp, np.zeros_like(field.covariates)),
+                                    n_resamples=resamples, seed=field_number)
+            zeroed += claims[0] != {(c.upper, c.lower)
+                                    for c in gate(blank.bootstrap, field.comp).ranking.claims}
         again = {(c.upper, c.lower) for c in gate(reseeded, field.comp).ranking.claims}
         reseeded_changed += claims[0] != again
         beta = field.people_log_strength
@@ -169,6 +185,9 @@ def style_coverage_study(
         mean_coefficient=float(np.mean(coefficients)) if coefficients else float("nan"),
         claims_changed=changed / fields,
         claims_reseeded=reseeded_changed / fields,
+        claims_gained=gained,
+        claims_lost=lost,
+        claims_zeroed=zeroed / fields if zero_control else None,
         plain_false_claims=plain_false,
         controlled_false_claims=controlled_false,
         plain_claims=plain_claims,

@@ -281,6 +281,16 @@ def _render_site(
     return writer
 
 
+def forget_parsed_evidence() -> None:
+    """Let go of the evidence this process parsed (records and verdict columns): at 20 models
+    x 1,000 tasks a few hundred MB that rendering the pages never reads."""
+    from konkord.evidence.log import PARSED
+    from konkord.evidence.verdict_table import TABLES
+
+    PARSED.clear()
+    TABLES.clear()
+
+
 def build_site(
     out: Path = Path("public"),
     offline: bool = False,
@@ -301,6 +311,7 @@ def build_site(
     report = progress or (lambda _line: None)
     previous = Manifest.load(out)
     loaded, notes = load_runs_checked(runs_file, previous, offline, report)
+    forget_parsed_evidence()  # pages are made from results files: the evidence is done with
     with staged_site(out) as staging:
         writer = _render_site(staging, previous, loaded, templates_dir, content_dir, report)
     unredirected = len(folder_pages(writer.current.outputs)) - MAX_FOLDER_REDIRECTS

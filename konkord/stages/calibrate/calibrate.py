@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate_agreement import (
     Comparison,
@@ -60,7 +60,7 @@ def _answer_length(
     return (len(str(texts[0])) + len(str(texts[1]))) / 2
 
 
-def _verdict_text(record: Record | None) -> str | None:
+def _verdict_text(record: VerdictRecord | None) -> str | None:
     if record is None:
         return None
     if record.get("kind") != "verdict":
@@ -68,7 +68,7 @@ def _verdict_text(record: Record | None) -> str | None:
     return None if record.get("winner") is None else str(record.get("winner"))
 
 
-def _rationale(record: Record | None) -> str | None:
+def _rationale(record: VerdictRecord | None) -> str | None:
     return None if record is None or record.get("rationale") is None else str(record["rationale"])
 
 
@@ -151,7 +151,7 @@ def calibration_block(
         )
     human = [c.human for c in comparisons]
     judged = [c.judge for c in comparisons]
-    tasks = [c.task_id for c in comparisons]
+    tasks = [c.conversation for c in comparisons]  # a conversation's turns are one cluster
     consistent = [c for c in comparisons if not c.verdict.flipped]
     flipped = [c for c in comparisons if c.verdict.flipped]
     items = {(c.task_id, c.model_a, c.model_b): c.verdict.flipped for c in comparisons}
@@ -160,7 +160,9 @@ def calibration_block(
     def agree(group: list[Comparison]) -> R.Proportion:
         return from_agreement(
             exact_agreement(
-                [c.human for c in group], [c.judge for c in group], [c.task_id for c in group]
+                [c.human for c in group],
+                [c.judge for c in group],
+                [c.conversation for c in group],
             )
         )
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from konkord.configuration.turns import conversation_turn, split_unit
 from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
@@ -29,7 +29,6 @@ from konkord.stats.agreement import (
 
 KAPPA_RESAMPLES = 1000
 KAPPA_SEED = 0
-TURN = re.compile(r"-t(\d+)$")
 
 
 def labeller_person(labeller: str) -> str:
@@ -39,8 +38,7 @@ def labeller_person(labeller: str) -> str:
 
 def task_turn(task_id: str) -> int | None:
     """The turn of a multi-turn task id (`q81-t2` -> 2), or None for a single-turn task."""
-    match = TURN.search(task_id)
-    return int(match.group(1)) if match else None
+    return split_unit(task_id)[1]
 
 
 @dataclass(frozen=True)
@@ -56,6 +54,11 @@ class Comparison:
     verdict: CombinedVerdict
     length: float | None
 
+    @property
+    def conversation(self) -> str:
+        """The cluster of the comparison: its task, the same for every turn of a conversation."""
+        return conversation_turn(self.task_id)[0]
+
 
 @dataclass(frozen=True)
 class Label:
@@ -66,6 +69,11 @@ class Label:
     model_b: str
     labeller: str
     code: int
+
+    @property
+    def conversation(self) -> str:
+        """The cluster of the label: its task, the same for every turn of a conversation."""
+        return conversation_turn(self.task_id)[0]
 
 
 def winner_code(winner: object, model_a: str, model_b: str) -> int | None:
@@ -137,7 +145,8 @@ def kappa_of(
 
 
 def _human_pairs(labels: list[Label]) -> tuple[list[int], list[int], list[str], int]:
-    """Every pair of labels on the same item (published counting): codes, tasks, items shared."""
+    """Every pair of labels on the same item (published counting): codes, the conversation of
+    each (the cluster of its interval), items shared."""
     by_item: dict[tuple[str, str, str], list[Label]] = {}
     for label in labels:
         by_item.setdefault((label.task_id, label.model_a, label.model_b), []).append(label)
@@ -145,14 +154,14 @@ def _human_pairs(labels: list[Label]) -> tuple[list[int], list[int], list[str], 
     second: list[int] = []
     tasks: list[str] = []
     shared = 0
-    for (task_id, _, _), group in by_item.items():
+    for group in by_item.values():
         if len(group) < 2:
             continue
         shared += 1
         for one, two in itertools.combinations(sorted(group, key=lambda g: g.labeller), 2):
             first.append(one.code)
             second.append(two.code)
-            tasks.append(task_id)
+            tasks.append(one.conversation)
     return first, second, tasks, shared
 
 
@@ -171,7 +180,8 @@ def human_human_of(labels: list[Label]) -> R.HumanHuman | None:
 
 
 Group = tuple[list[int], list[int], list[str]]
-"""Human codes, judge codes and the task of each comparison in one group."""
+"""Human codes, judge codes and the conversation of each comparison (its task; every turn of a
+conversation the same), by which its interval is clustered, in one group."""
 
 
 def keyed(groups: dict[str, Group], labels: dict[str, str] | None = None) -> list[R.KeyedRate]:
@@ -193,7 +203,7 @@ def grouped(comparisons: list[Comparison], key: Callable[[Comparison], str]) -> 
         human, judge, tasks = groups.setdefault(key(c), ([], [], []))
         human.append(c.human)
         judge.append(c.judge)
-        tasks.append(c.task_id)
+        tasks.append(c.conversation)
     return groups
 
 
@@ -213,27 +223,38 @@ def length_quartile_rates(comparisons: list[Comparison]) -> list[R.KeyedRate]:
     for (c, _), q in zip(measured, split.quartile.tolist(), strict=True):
         groups[f"Q{q + 1}"][0].append(c.human)
         groups[f"Q{q + 1}"][1].append(c.judge)
-        groups[f"Q{q + 1}"][2].append(c.task_id)
+        groups[f"Q{q + 1}"][2].append(c.conversation)
     return keyed(groups, labels)
 
 
 def turn_rates(comparisons: list[Comparison], labels: list[Label]) -> list[R.GroupCalibration]:
-    turns = sorted({t for c in comparisons if (t := task_turn(c.task_id)) is not None})
-    if not turns or any(task_turn(c.task_id) is None for c in comparisons):
+    """Agreement per turn, as MT-Bench's Table 5 sets it out, wherever a comparison is on a
+    conversation's turn. In a suite that mixes conversations and single-turn tasks, a
+    single-turn task is a conversation of one turn: it counts as turn 1, and the group says
+    how many such tasks it holds."""
+    if all(task_turn(c.task_id) is None for c in comparisons):
         return []
+    single = {c.task_id for c in comparisons if task_turn(c.task_id) is None}
     out = []
-    for turn in turns:
-        inside = [c for c in comparisons if task_turn(c.task_id) == turn]
+    for turn in sorted({conversation_turn(c.task_id)[1] for c in comparisons}):
+        inside = [c for c in comparisons if conversation_turn(c.task_id)[1] == turn]
         human = [c.human for c in inside]
         judge = [c.judge for c in inside]
-        tasks = [c.task_id for c in inside]
+        tasks = [c.conversation for c in inside]
+        folded = len({c.task_id for c in inside} & single)
+        label = f"Turn {turn}"
+        if folded:
+            label += f" (with {folded} single-turn task{'s' if folded != 1 else ''})"
         out.append(
             R.GroupCalibration(
                 key=f"turn {turn}",
-                label=f"tasks whose id ends in -t{turn}",
+                label=label,
                 agreement=from_agreement(exact_agreement(human, judge, tasks)),
                 agreement_no_ties=from_agreement(agreement_without_ties(human, judge, tasks)),
-                human_human=human_human_of([x for x in labels if task_turn(x.task_id) == turn]),
+                human_human=human_human_of(
+                    [x for x in labels if conversation_turn(x.task_id)[1] == turn]
+                ),
+                single_turn_tasks=folded,
             )
         )
     return out

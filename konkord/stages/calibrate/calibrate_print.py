@@ -66,8 +66,14 @@ def format_calibration(judge: str, cal: R.Calibration) -> list[str]:
             )
         )
     for group in cal.by_turn:
+        folded = group.single_turn_tasks
+        counted = (
+            f" (and {folded} single-turn task{'s' if folded != 1 else ''}, counted as turn 1)"
+            if folded
+            else ""
+        )
         line = (
-            f"  {group.key}: judge vs people {_short(group.agreement)}, "
+            f"  {group.key}{counted}: judge vs people {_short(group.agreement)}, "
             f"without ties {_short(group.agreement_no_ties)}"
         )
         if group.human_human is not None:

@@ -4,13 +4,14 @@ its results file and printed (how a judge is measured against people: calibrate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from konkord.configuration.display_names import rename_text, shown
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
-from konkord.evidence.verdicts import combine_verdicts
+from konkord.evidence.verdicts import VerdictRecord, combine_verdicts
 from konkord.results import schema as R
 from konkord.results.schema import read_results, write_results
 from konkord.stages.calibrate.calibrate import calibration_block
@@ -40,9 +41,12 @@ def calibrate_run(
         )
     results = read_results(path)
     judges = [b.judge for b in results.judge_blocks]
-    if judge is not None and judge not in judges:
+    # a cascade's block answers to its shown name ("quick -> steward at 0.8") as to its judge's
+    known = set(judges) | {b.route_name for b in results.judge_blocks}
+    if judge is not None and judge not in known:
+        shown_names = [b.route_name for b in results.judge_blocks]
         raise KonkordError(
-            f'{path}: no block for judge "{judge}" (judges: {", ".join(judges) or "none"}); '
+            f'{path}: no block for judge "{judge}" (judges: {", ".join(shown_names) or "none"}); '
             f"judge with it and run `konkord report --run {spec.name}` first"
         )
     log = EvidenceLog(spec.run_dir)
@@ -53,9 +57,9 @@ def calibrate_run(
     cascade = decisions.cascade
     out: dict[str, R.Calibration] = {}
     for block in results.judge_blocks:
-        if judge is not None and block.judge != judge:
+        if judge is not None and judge not in (block.judge, block.route_name):
             continue
-        records = decisions.judge_records.get(block.judge, [])
+        records: Sequence[VerdictRecord] = decisions.judge_records.get(block.judge, [])
         if cascade is not None and block.judge == cascade.plan.strong:
             # the block ranks the cascade's verdicts: calibrate those
             records = final_records(cascade)
@@ -64,7 +68,7 @@ def calibrate_run(
         calibration = calibration_block(spec, log, block.judge, combined, answers, labels)
         calibration.objective = block.calibration.objective
         block.calibration = calibration
-        describe(block, results.suite.task_count)
+        describe(block, conversation_count([t.id for t in spec.suite.tasks]))
         out[block.judge] = calibration
         for line in format_calibration(block.route_name, calibration):
             echo(rename_text(line, spec.names))

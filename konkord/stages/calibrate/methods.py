@@ -145,9 +145,13 @@ def design_sentences(design: R.DesignInfo | None) -> list[str]:
     if design.label.startswith("adaptive"):
         out.append(
             f"A balanced random start, then {design.rounds} round(s): after each, the ranking "
-            "above (same fit, floors and sign test) was fitted again and the next round's pairs "
-            "went to neighbouring models whose difference interval still contained 0 and that "
-            "the remaining tasks could still separate, on tasks not yet judged for that pair. "
+            "above (same fit, floors and sign test) was fitted again, and the next round's "
+            "comparisons went where they most raised the expected number of neighbouring "
+            "models separated (neighbours, or models up to two ranks apart, as a route), among "
+            "neighbours whose difference interval still contained 0 and that the remaining "
+            "tasks could still separate, on tasks not yet judged for that pair. Two models that "
+            "met different opponents are compared task by task allowing for the opponents "
+            "each met. "
             + (f"It stopped because {design.stopped}. " if design.stopped else "")
             + "Every round's choice and reason is in the run's designs.jsonl. The intervals "
             "resample tasks as for a full design; benchmarks/bench_design.py measures their "

@@ -4,9 +4,11 @@ it judged and on the pairs it decided. Both read the run's one view (`stages.dec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import combine_verdicts
+from konkord.evidence.verdicts import VerdictRecord, combine_verdicts
 from konkord.results import schema as R
 from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.current import positional, proportion
@@ -20,7 +22,7 @@ def _row(
     answers: dict[tuple[str, str], Record],
     judge: str,
     role: str,
-    records: list[Record],
+    records: Sequence[VerdictRecord],
 ) -> R.RouteRow:
     cascade = decisions.routes[str(decisions.cascade_route)]
     labels = [label for group in decisions.labels.values() for label in group]

@@ -3,7 +3,7 @@ the strong judge alone on labelled pairs, and who decided each pair."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -166,8 +166,9 @@ def orders_text(pairs: CascadePairs, i: int) -> str:
     return "; ".join(parts) + f"; {agree}"
 
 
-def mark_comparisons(tasks: list[R.TaskView], pairs: CascadePairs) -> None:
-    """Say on each of the strong judge's comparisons who decided it (the lean kept small)."""
+def mark_comparisons(tasks: Iterable[R.TaskView], pairs: CascadePairs) -> Iterator[R.TaskView]:
+    """Each task with, on each of the strong judge's comparisons, who decided it (the lean kept
+    small); one task at a time, as the report makes them."""
     index = {key: i for i, key in enumerate(pairs.keys)}
     conf = confidence(pairs.probs_ab, pairs.probs_ba, pairs.verdict_ab)
     leans = lean(pairs.probs_ab, pairs.probs_ba)
@@ -187,3 +188,4 @@ def mark_comparisons(tasks: list[R.TaskView], pairs: CascadePairs) -> None:
                 lean=winner_of(int(leans[i]), key[1], key[2]),
                 orders_text=orders_text(pairs, i),
             )
+        yield task

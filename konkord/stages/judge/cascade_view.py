@@ -16,7 +16,12 @@ import numpy as np
 from konkord.configuration.runs_config import Cascade
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, load_verdicts
+from konkord.evidence.verdicts import (
+    CombinedVerdict,
+    VerdictRecord,
+    combine_verdicts,
+    load_verdicts,
+)
 from konkord.providers.confidence import to_models
 
 PairKey = tuple[str, str, str]  # task_id, model_a, model_b
@@ -90,7 +95,7 @@ class CascadePairs:
     accepted: np.ndarray  # bool, at plan.accept_at
     strong: dict[PairKey, CombinedVerdict] = field(default_factory=dict)
     first: dict[PairKey, CombinedVerdict] = field(default_factory=dict)
-    first_records: list[Record] = field(default_factory=list)
+    first_records: list[VerdictRecord] = field(default_factory=list)
 
     def decided_by(self, index: int) -> str:
         """ "first_pass", "strong", or "pending" (escalated, strong verdicts not all in)."""
@@ -106,7 +111,7 @@ class CascadePairs:
 
 def probability_records(
     log: EvidenceLog, plan: CascadePlan, shas: Mapping[tuple[str, str], str] | None
-) -> list[Record]:
+) -> list[VerdictRecord]:
     """The first pass's current verdicts that carry probabilities from the planned source."""
     return [
         r
@@ -136,8 +141,8 @@ def cascade_pairs(
 def pairs_from_records(
     models: Sequence[str],
     plan: CascadePlan,
-    first_records: list[Record],
-    strong_records: list[Record],
+    first_records: list[VerdictRecord],
+    strong_records: list[VerdictRecord],
 ) -> CascadePairs:
     """`cascade_pairs` over records already read: the first pass's (those with probabilities
     from the planned source) and the strong judge's current ones."""

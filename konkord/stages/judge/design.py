@@ -19,6 +19,7 @@ import numpy as np
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record, now_iso
+from konkord.stats import PairwiseDifferences
 from konkord.stats.design import (
     IntArray,
     next_round,
@@ -96,21 +97,21 @@ def record_start(spec: RunSpec, log: EvidenceLog) -> None:
     )  # fmt: skip
 
 
-Fit = Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]
+Fit = Callable[[], tuple[np.ndarray, np.ndarray, PairwiseDifferences] | None]
 
 
 def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
     """Choose, record and return the next adaptive round, or None when the design is done.
 
-    `fit` gives the current ranking as (order, supported, interval low, interval high) from
-    the report's fit, floors and sign test, or None when there is none to fit yet."""
+    `fit` gives the current ranking as (order, supported, difference intervals) from the
+    report's fit, floors and sign test, or None when there is none to fit yet."""
     recorded = rounds(spec, log)
     if spec.design.kind != "adaptive" or not recorded or recorded[-1].get("stop"):
         return None
     fitted = fit()
     if fitted is None:
         return None
-    order, supported, low, high = fitted
+    order, supported, differences = fitted
     models = {name: k for k, name in enumerate(spec.models)}
     tasks = {t.id: k for k, t in enumerate(spec.suite.tasks)}
     m = len(spec.models)
@@ -122,7 +123,7 @@ def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
     budget = budget_pairs(spec)
     number = int(recorded[-1]["round"]) + 1
     choice = next_round(
-        order, supported, low, high, judged,
+        order, supported, differences, judged,
         pairs_left=budget - len(owed),
         round_pairs=max(1, math.ceil(spec.design.round_share * budget)),
         seed=spec.design.seed * 100_003 + number,
@@ -178,7 +179,7 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
     from konkord.evidence.verdicts import combine_verdicts, load_verdicts
     from konkord.stats.gate import gate
 
-    def fit() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    def fit() -> tuple[np.ndarray, np.ndarray, PairwiseDifferences] | None:
         models = {name: k for k, name in enumerate(spec.models)}
         tasks = task_clusters([t.id for t in spec.suite.tasks])  # a turn counts for its task
         done = [
@@ -199,23 +200,30 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
         if len(stats.connectivity(comp).components) > 1:
             return None
         ranking = gate(stats.bootstrap(comp), comp).ranking
-        diffs = ranking.differences
-        return ranking.order, ranking.supported, diffs.lower, diffs.upper
+        return ranking.order, ranking.supported, ranking.differences
 
     return fit
 
 
 def planned_rounds_line(spec: RunSpec, judges: tuple[str, ...]) -> str | None:
-    """What a dry run says of the design: the calls its rounds plan, and the cap across them."""
+    """What a dry run says of the design: the calls of each round chosen so far, what the
+    later rounds may call, and the cap across them all."""
     if spec.design.kind == "all":
         return None
-    owed = designed_pairs(spec, EvidenceLog(spec.run_dir)) or set()
-    calls = len(owed) * 2 * len(judges)
+    log = EvidenceLog(spec.run_dir)
+    owed = designed_pairs(spec, log) or set()
+    per_pair = 2 * len(judges)
     if spec.design.kind == "random":
-        return f"design {spec.design.label}: {calls:,} calls in one round"
+        return f"design {spec.design.label}: {len(owed) * per_pair:,} calls in one round"
+    recorded = rounds(spec, log)
+    sizes = [(int(r["round"]), len(r["rows"])) for r in recorded] or [(0, len(start_design(spec)))]
+    chosen = "; ".join(f"round {number}: {size * per_pair:,} calls" for number, size in sizes)
     budget = spec.design.budget
-    per_round = max(1, math.ceil(spec.design.round_share * budget_pairs(spec))) * 2 * len(judges)
+    if recorded and recorded[-1].get("stop"):
+        return f"design {spec.design.label}: {chosen}; stopped: {recorded[-1]['stop']}"
+    round_pairs = max(1, math.ceil(spec.design.round_share * budget_pairs(spec)))
+    later = math.ceil(max(0, budget_pairs(spec) - len(owed)) / round_pairs)
     return (
-        f"design {spec.design.label}: {calls:,} calls in the rounds chosen so far; each later "
-        f"round up to {per_round:,} calls, at most {budget:,} calls across all rounds"
+        f"design {spec.design.label}: {chosen}; then up to {later} round(s) of up to "
+        f"{round_pairs * per_pair:,} calls each; at most {budget:,} calls across all rounds"
     )

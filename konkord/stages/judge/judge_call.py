@@ -69,16 +69,16 @@ def judge_settings(max_tokens: int, api_base: str | None) -> CallSettings:
 
 def judge_messages(spec: RunSpec, item: JudgeItem) -> list[Message]:
     """The two messages of one judge call."""
-    answer_1, answer_2 = item.shown
     return [
         {"role": "system", "content": compose_system_prompt(spec.suite)},
-        {
-            "role": "user",
-            "content": compose_user_message(
-                item.task, spec.suite, answer_1, answer_2, item.shown_earlier
-            ),
-        },
+        {"role": "user", "content": user_message(spec, item)},
     ]
+
+
+def user_message(spec: RunSpec, item: JudgeItem) -> str:
+    """The user message of one judge call: the task and the two answers in the shown order."""
+    answer_1, answer_2 = item.shown
+    return compose_user_message(item.task, spec.suite, answer_1, answer_2, item.shown_earlier)
 
 
 def _winner(item: JudgeItem, position: str) -> str:

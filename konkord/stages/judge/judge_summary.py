@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from konkord.evidence.log import Record
-from konkord.evidence.verdicts import combine_verdicts
+from konkord.evidence.verdicts import VerdictRecord, combine_verdicts
 
 
 @dataclass
@@ -79,7 +80,7 @@ class JudgeSummary:
         return sum(t.failed for t in self.tallies.values())
 
 
-def tally_consistency(tally: JudgeTally, records: list[Record]) -> None:
+def tally_consistency(tally: JudgeTally, records: Sequence[VerdictRecord]) -> None:
     combined = combine_verdicts(records)
     flips: Counter[tuple[str, str]] = Counter()
     complete: Counter[tuple[str, str]] = Counter()

@@ -1,6 +1,7 @@
 """The report stage: the results file computed from the evidence, and its printout.
 
-Owns: the results file built (report), the ranking and judge blocks (report_ranking), anchored
+Owns: the results file built (report), the ranking and judge blocks (report_ranking), each turn's own ranking
+(report_turns), anchored
 estimates with people's labels (report_anchored), per-task views (report_views), the judge panel
 (judges), the freshness digest (freshness), and the terminal printouts (report_print,
 judges_print).

@@ -21,7 +21,8 @@ from konkord.errors import KonkordError
 DEFAULT_RESAMPLES = 1000
 ResampleUnit = Literal["task", "judgments"]
 EVIDENCE_STREAMS = ("answers", "verdicts", "prompts", "labels", "checks")
-_HEAD_BYTES = 1 << 16  # the top-level fields come first in a results file
+_HEAD_BYTES = 1 << 16
+_HASH_CHUNK = 1 << 22  # the top-level fields come first in a results file
 _STORED = re.compile(rb'^ ?"inputs_digest": (null|"([0-9a-f]*)")', re.MULTILINE)
 
 
@@ -53,7 +54,9 @@ def inputs_digest(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> st
         path = spec.run_dir / f"{stream}.jsonl"
         digest.update(stream.encode())
         try:
-            digest.update(path.read_bytes())
+            with path.open("rb") as handle:  # in chunks: a verdict log can be 300 MB
+                while chunk := handle.read(_HASH_CHUNK):
+                    digest.update(chunk)
         except FileNotFoundError:
             pass
         except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it

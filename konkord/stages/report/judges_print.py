@@ -81,6 +81,8 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
         lines.append(f"  J{row.number}  {row.judge}")
         if row.note:
             lines.append(f"      {row.note}")
+        for caveat in row.self_family:
+            lines.append(f"      caveat: {caveat}")
     lines += ["", HEADER, *(_line(row) for row in table.rows)]
     hh = table.people
     if hh is not None:
@@ -101,8 +103,14 @@ def format_judge_table(run: str, table: JudgeTable) -> list[str]:
                 else f"; people vs people {_pct(turn.human_human.agreement)} "
                 f"({turn.human_human.agreement.n})"
             )
+            folded = (
+                f" (and {turn.single_turn_tasks} single-turn task"
+                f"{'s' if turn.single_turn_tasks != 1 else ''}, counted as turn 1)"
+                if turn.single_turn_tasks
+                else ""
+            )
             lines.append(
-                f"  {turn.key}: J{row.number} vs people {_pct(turn.agreement)} "
+                f"  {turn.key}{folded}: J{row.number} vs people {_pct(turn.agreement)} "
                 f"({turn.agreement.n}){people}"
             )
     for row in table.rows:

@@ -8,15 +8,24 @@ recomposed from the suite, so the site prints what actually ran.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
+from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict, combine_verdicts, judges_in_log
+from konkord.evidence.verdicts import (
+    CombinedVerdict,
+    VerdictRecord,
+    combine_verdicts,
+    judges_in_log,
+)
 from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
+from konkord.results.schema import write_results
 from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.calibrate.methods import describe
 from konkord.stages.calibrate.route_rows import route_rows
@@ -48,6 +57,7 @@ __all__ = [
     "inputs_digest",
     "proportion",
     "system_prompt_for",
+    "write_report",
 ]
 
 
@@ -65,7 +75,7 @@ def _objective(
     spec: RunSpec,
     checks: dict[tuple[str, str, str], Record],
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     labels: list[Record],
 ) -> dict[str, Any] | None:
     """The judge (and people) against executed tests, where the suite's tasks declare tests."""
@@ -108,7 +118,27 @@ def _anchored(
 
 
 def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.Results:
-    """Compute everything the site needs for one run."""
+    """Compute everything the site needs for one run, its tasks held in memory."""
+    summary, tasks = report_parts(spec, options)
+    summary.tasks = list(tasks)
+    return summary
+
+
+def write_report(
+    spec: RunSpec, path: Path, options: ReportOptions = DEFAULT_OPTIONS
+) -> R.Results:
+    """Compute the run's results and write them to `path`, each task made, written and let go
+    in turn (a leaderboard's 190,000 comparisons are never held at once); returns the results
+    without their tasks, which is all the terminal prints."""
+    summary, tasks = report_parts(spec, options)
+    write_results(summary, path, tasks)
+    return summary
+
+
+def report_parts(
+    spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS
+) -> tuple[R.Results, Iterator[R.TaskView]]:
+    """The results without their tasks, and the tasks to be made one at a time."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
@@ -141,15 +171,16 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
     ]
     routes: list[R.RouteRow] = []
     for judge in judges:
-        records = decisions.judge_records[judge]
+        records: Sequence[VerdictRecord] = decisions.judge_records[judge]
+        combined = decisions.combined[judge]  # combined once, by the decisions view
         if cascade is not None and judge == cascade.plan.strong:
             records = final_records(cascade)
-        combined = combine_verdicts(records)
+            combined = combine_verdicts(records)
         combined_by_judge[judge] = combined
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = judge_calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
-        describe(block, len(spec.suite.tasks))
+        describe(block, conversation_count([t.id for t in spec.suite.tasks]))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
         block.style = style_block(
             spec, block, [c for c in combined if c.complete], labels, features, options
@@ -174,8 +205,8 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
     suite = spec.suite
     tasks = task_views(spec, answers, combined_by_judge, labels, checks, features)
     if cascade is not None:
-        mark_comparisons(tasks, cascade)
-    return R.Results(
+        tasks = mark_comparisons(tasks, cascade)
+    summary = R.Results(
         konkord_version=__version__,
         run=spec.name,
         evidence_date=evidence_date(log),
@@ -194,7 +225,8 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
         judge_blocks=blocks,
         cost=cost,
         pass_rates=pass_rates_block(spec, answers, checks),
-        tasks=tasks,
+        tasks=[],
         judge_panel=judge_panel(spec, log, combined_by_judge, answers, labels, options),
         routes=routes,
     )
+    return summary, tasks

@@ -4,10 +4,12 @@ every claim about those models."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord
 from konkord.results import schema as R
 from konkord.stages.decisions import self_family
 from konkord.stages.report.freshness import ReportOptions
@@ -22,7 +24,7 @@ def mark_self_family(
     block: R.JudgeBlock,
     judges: list[str],
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     answers: dict[tuple[str, str], Record],
     options: ReportOptions,
 ) -> None:
@@ -59,6 +61,7 @@ def mark_self_family(
         )
         for note in found
     ]
-    for claim in block.claims:
+    turn_claims = [claim for line in block.by_turn for claim in line.claims]
+    for claim in [*block.claims, *turn_claims]:
         if own & set(claim.models) and not claim.text.endswith(CAVEAT):
             claim.text = claim.text.rstrip(".") + CAVEAT + "."

@@ -12,6 +12,7 @@ from konkord.results.schema import (
     JudgeBlock,
     Proportion,
     Results,
+    TurnLine,
 )
 
 
@@ -35,6 +36,32 @@ def _rank_range(best: int | None, worst: int | None, rank: int) -> str:
     if best is None or worst is None:
         return str(rank) if best is None and worst is None else "-"
     return str(best) if best == worst else f"{best}-{worst}"
+
+
+def _turn(console: Console, line: TurnLine) -> None:
+    """One turn's own ranking (the same fit, bootstrap and gate), or its raw shares won."""
+    folded = (
+        f", {line.single_turn_tasks} of them single-turn (counted as turn 1)"
+        if line.single_turn_tasks
+        else ""
+    )
+    head = f"  turn {line.turn}: {line.tasks} tasks{folded}, {line.pairs} pair verdicts"
+    if not line.ratings:
+        rates = ", ".join(
+            f"{model} {_pct(rate)}"
+            for model, rate in sorted(line.win_rate.items(), key=lambda kv: -(kv[1] or 0.0))
+        )
+        console.print(f"{head}; won {rates}" + (f" ({line.note})" if line.note else ""))
+        return
+    console.print(f"{head}; win rate vs field [95%]:")
+    width = max(len(r.model) for r in line.ratings)
+    for r in line.ratings:
+        rank = _rank_range(r.rank_best, r.rank_worst, 0)
+        console.print(
+            f"    {rank:>5}  {r.model:<{width}}  {_interval(r.win_rate_vs_field)}"
+        )
+    for claim in line.claims:
+        console.print(f"    - {claim.text}")
 
 
 def format_cost(line: CostLine | None) -> str:
@@ -93,11 +120,7 @@ def _block(console: Console, results: Results, block: JudgeBlock) -> None:
     for claim in block.claims:
         console.print(f"  - {claim.text}")
     for line in block.by_turn:
-        rates = ", ".join(
-            f"{model} {_pct(rate)}"
-            for model, rate in sorted(line.win_rate.items(), key=lambda kv: -(kv[1] or 0.0))
-        )
-        console.print(f"  turn {line.turn}: won {rates} ({line.pairs} pairs)")
+        _turn(console, line)
     _style(console, block)
     d = block.diagnostics
     worst = ", ".join(

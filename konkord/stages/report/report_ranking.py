@@ -3,18 +3,20 @@ intervals, pairwise differences, rank groups, claims, and the diagnostics of the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
-from konkord.configuration.turns import task_clusters
+from konkord.configuration.turns import conversation_count, task_clusters
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict, current_frame_hash
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, current_frame_hash
 from konkord.results import schema as R
 from konkord.stages.current import finite, interval, positional, proportion, system_prompt_for
 from konkord.stages.report.freshness import ReportOptions
+from konkord.stages.report.report_turns import above_claims, turn_lines
 
 DISCONNECTED_HANDLING = (
     "kept and fitted like the others: the prior (half a virtual win and loss against an "
@@ -23,53 +25,10 @@ DISCONNECTED_HANDLING = (
 )
 
 
-def not_separated_text(upper: str, lower: str, sep: Any, n_tasks: int) -> str:
-    """Why two neighbours are not ordered, in words that are literally true of this run."""
-    from konkord.stats.ranking_text import planned_tasks_text
-
-    if sep.interval_excludes_zero and sep.sign_p is not None:
-        text = (
-            f"{upper} and {lower} are not separated: the interval of their difference excludes "
-            f"0, but an exact sign test over the tasks gives p = {sep.sign_p:.3g}."
-        )
-    else:
-        text = (
-            f"{upper} and {lower} are not separated: the interval of their difference contains 0."
-        )
-    if not sep.interval_excludes_zero:
-        plan = planned_tasks_text(sep)
-        text += f" This run has {n_tasks} tasks; {plan}"
-    return text
-
-
 def _score(winner: str | None, model_a: str) -> float:
     if winner == "tie":
         return 0.5
     return 1.0 if winner == model_a else 0.0
-
-
-def turn_lines(models: list[str], done: list[CombinedVerdict]) -> list[R.TurnLine]:
-    """Per turn of the conversations ("poem-t2"), each model's share of comparisons won."""
-    from konkord.configuration.turns import split_unit
-
-    by_turn: dict[int, list[CombinedVerdict]] = {}
-    for c in done:
-        turn = split_unit(c.task_id)[1]
-        if turn is not None:
-            by_turn.setdefault(turn, []).append(c)
-    lines = []
-    for turn, verdicts in sorted(by_turn.items()):
-        won = dict.fromkeys(models, 0.0)
-        played = dict.fromkeys(models, 0)
-        for c in verdicts:
-            score = _score(c.winner, c.model_a)
-            won[c.model_a] += score
-            won[c.model_b] += 1.0 - score
-            played[c.model_a] += 1
-            played[c.model_b] += 1
-        rates = {m: (won[m] / played[m] if played[m] else None) for m in models}
-        lines.append(R.TurnLine(turn=turn, pairs=len(verdicts), win_rate=rates))
-    return lines
 
 
 def judge_block(
@@ -77,12 +36,13 @@ def judge_block(
     log: EvidenceLog,
     judge: str,
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     answers: dict[tuple[str, str], Record],
     options: ReportOptions,
 ) -> R.JudgeBlock:
     from konkord import stats
     from konkord.stats.gate import gate
+    from konkord.stats.ranking_text import not_separated_text
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -175,22 +135,13 @@ def judge_block(
         ]
         for a in order
     ]
-    # describe_claims writes one sentence per model that is above any other, in rank order;
-    # the same grouping here names the models of each sentence without parsing it.
-    below: dict[int, list[int]] = {}
-    for claim in ranking.claims:
-        below.setdefault(claim.upper, []).append(claim.lower)
-    uppers = [k for k in ranking.order.tolist() if k in below]
-    claims = [
-        R.Claim(kind="above", text=text, models=[models[k]] + [models[b] for b in below[k]])
-        for k, text in zip(uppers, stats.describe_claims(ranking, models), strict=False)
-    ]
+    claims = above_claims(ranking, models)
     for sep in ranking.separations:
         upper, lower = models[sep.upper], models[sep.lower]
         claims.append(
             R.Claim(
                 kind="not_separated",
-                text=not_separated_text(upper, lower, sep, len(task_ids)),
+                text=not_separated_text(upper, lower, sep, conversation_count(task_ids)),
                 models=[upper, lower],
                 tasks_needed=sep.tasks_needed,
             )
@@ -205,7 +156,7 @@ def judge_block(
         rank_groups=[[models[k] for k in group] for group in ranking.groups],
         claims=claims,
         diagnostics=_diagnostics(spec, comp, combined, records, answers, point, models, task_ids),
-        by_turn=turn_lines(models, done) if any(t.multi_turn for t in spec.suite.tasks) else [],
+        by_turn=turn_lines(models, done, task_index, options),
         design=_design_info(spec, log, done, len(task_ids)),
         bootstrap=R.BootstrapInfo(
             unit=options.unit,
@@ -241,7 +192,7 @@ def _diagnostics(
     spec: RunSpec,
     comp: Any,
     combined: list[CombinedVerdict],
-    records: list[Record],
+    records: Sequence[VerdictRecord],
     answers: dict[tuple[str, str], Record],
     point: Any,
     models: list[str],

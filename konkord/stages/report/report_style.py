@@ -277,8 +277,11 @@ def style_block(
             "sum_k gamma_k x_k), x_k = (a_k - b_k) / (a_k + b_k) for each feature (0 when both "
             "are 0); ties half a win, both orders combined as for the plain ranking, the same "
             "prior on strengths and on each coefficient; win rates are against the field with "
-            f"every style difference at 0. Task bootstrap, {options.resamples} resamples, "
-            "expanded BCa; the judge-minus-people difference is a percentile interval of the "
+            f"every style difference at 0. Task bootstrap, {options.resamples} resamples ("
+            + ("the plain ranking's own: the two differ by the covariates alone"
+               if options.unit == "task" else
+               "of tasks, where the plain ranking here resamples single judgments")
+            + "), expanded BCa; the judge-minus-people difference is a percentile interval of the "
             "two bootstraps' draws taken as independent (they resample different comparisons)."
         ),
         resamples=options.resamples,

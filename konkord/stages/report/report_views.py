@@ -3,7 +3,7 @@ every answer and verdict, and pass rates of executed checks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -11,7 +11,7 @@ import numpy as np
 from konkord.configuration.runs_config import Price
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import Record
-from konkord.evidence.verdicts import CombinedVerdict
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord
 from konkord.results import schema as R
 from konkord.stages.decisions import CostFigure, cost_of
 
@@ -19,7 +19,7 @@ from konkord.stages.decisions import CostFigure, cost_of
 def cost_line(
     who: str,
     role: Literal["generation", "judge"],
-    records: Sequence[Record],
+    records: Sequence[VerdictRecord],
     price: Price | None = None,
     figure: CostFigure | None = None,
 ) -> R.CostLine:
@@ -45,7 +45,10 @@ def task_views(
     labels: list[Record],
     checks: dict[tuple[str, str, str], Record],
     features: dict[tuple[str, str], dict[str, int]] | None = None,
-) -> list[R.TaskView]:
+) -> Iterator[R.TaskView]:
+    """Each task's view (its answers, every comparison with both orders, the labels), made one
+    at a time as the results file is written: at 20 models x 1,000 tasks they are 190,000
+    comparisons, which held together cost more memory than the rest of the report."""
     labels_by_item: dict[tuple[str, str, str], list[R.LabelView]] = {}
     for rec in labels:
         if rec.get("winner") is None:
@@ -60,7 +63,7 @@ def task_views(
     for judge, combined in combined_by_judge.items():
         for c in combined:
             by_task.setdefault(c.task_id, []).append((judge, c))
-    views = []
+    columns: dict[int, list[list[Any]]] = {}  # a table's columns the pages show, by id
     for task in spec.suite.judged_tasks():
         answer_views = []
         for model in spec.models:
@@ -100,16 +103,19 @@ def task_views(
                 verdict = c.orders.get(order)
                 if verdict is None:
                     continue
+                position_winner, winner, rationale, kind, reason, detail = view_fields(
+                    verdict, columns
+                )
                 orders.append(
                     {
                         "order": order,
                         "shown_first": c.model_a if order == "ab" else c.model_b,
-                        "position_winner": verdict.get("position_winner"),
-                        "winner": verdict.get("winner"),
-                        "rationale": verdict.get("rationale"),
+                        "position_winner": position_winner,
+                        "winner": winner,
+                        "rationale": rationale,
                         "failure": None
-                        if verdict.get("kind") == "verdict"
-                        else f"{verdict.get('reason')}: {verdict.get('detail') or ''}".strip(": "),
+                        if kind == "verdict"
+                        else f"{reason}: {detail or ''}".strip(": "),
                     }
                 )
             comparisons.append(
@@ -124,20 +130,36 @@ def task_views(
                     "labels": labels_by_item.get((task.id, c.model_a, c.model_b), []),
                 }
             )
-        views.append(
-            R.TaskView.model_validate(
-                {
-                    "id": task.id,
-                    "prompt": task.prompt,
-                    "reference": task.reference,
-                    "tests": task.tests,
-                    "answers": answer_views,
-                    "comparisons": comparisons,
-                    **_conversation(spec, task.id, answers),
-                }
-            )
+        yield R.TaskView.model_validate(
+            {
+                "id": task.id,
+                "prompt": task.prompt,
+                "reference": task.reference,
+                "tests": task.tests,
+                "answers": answer_views,
+                "comparisons": comparisons,
+                **_conversation(spec, task.id, answers),
+            }
         )
-    return views
+
+
+_VIEW_FIELDS = ("position_winner", "winner", "rationale", "kind", "reason", "detail")
+
+
+def view_fields(verdict: VerdictRecord, columns: dict[int, list[list[Any]]]) -> list[Any]:
+    """The fields a task page shows of one verdict record; from a row of the log's columns,
+    read from them directly (at list speed: 380,000 records at 20 models x 1,000 tasks).
+    `columns` keeps each table's lists between calls."""
+    from konkord.evidence.verdict_table import VerdictRow
+
+    if type(verdict) is VerdictRow:
+        table, index = verdict.table, verdict.index
+        lists = columns.get(id(table))
+        if lists is None:
+            lists = columns[id(table)] = [table.column(name) for name in _VIEW_FIELDS]
+        a, b, c, d, e, f = lists
+        return [a[index], b[index], c[index], d[index], e[index], f[index]]
+    return [verdict.get(name) for name in _VIEW_FIELDS]
 
 
 def _conversation(
@@ -168,11 +190,14 @@ def pass_rates_block(
     """Per-model pass rates per check with task-bootstrap intervals, where checks were run."""
     if not checks:
         return []
+    from konkord.configuration.turns import task_clusters
     from konkord.stats import wilson_interval
     from konkord.stats.passrates import pass_rates
 
     models = list(spec.models)
     task_ids = spec.suite.judged_ids()
+    index = task_clusters(task_ids)  # a conversation's turns resample together
+    clusters = [index[task_id] for task_id in task_ids]
     rows: list[R.PassRate] = []
     for check in sorted({str(k[2]) for k in checks}):
         outcome = np.full((len(task_ids), len(models)), np.nan)
@@ -181,7 +206,7 @@ def pass_rates_block(
                 rec = checks.get((task_id, model, check))
                 if rec is not None and (task_id, model) in answers:
                     outcome[t, m] = 1.0 if rec.get("passed") else 0.0
-        for rate in pass_rates(outcome, models, check):
+        for rate in pass_rates(outcome, models, check, clusters=clusters):
             low, high = rate.low, rate.high
             if rate.n:
                 # With one answer per task, the task bootstrap of a pass rate collapses to a
