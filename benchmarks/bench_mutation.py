@@ -205,11 +205,18 @@ MUTATIONS = (
         ("tests/test_stats_ppi.py",),
     ),
     Mutation(
-        "ppi_floor: the anchored floor drops the task covariance (no V, only H^-1)",
-        "konkord/stats/ppi_floor.py",
-        "    cov: FloatArray = centre @ h_inv @ v @ h_inv @ centre",
-        "    cov: FloatArray = centre @ h_inv @ centre",
-        ("tests/test_stats_ppi_floor.py",),
+        "jackknife_t: the leave-one-out spread taken as a sample's (no (K-1)/K, K times smaller)",
+        "konkord/stats/jackknife_t.py",
+        "np.sqrt((total - 1.0) / total * (w * (values - mean) ** 2).sum(axis=0))",
+        "np.sqrt((w * (values - mean) ** 2).sum(axis=0) / (total * (total - 1.0)))",
+        ("tests/test_stats_jackknife_t.py",),
+    ),
+    Mutation(
+        "jackknife_t: the normal critical value in place of Student's t with K-1 df",
+        "konkord/stats/jackknife_t.py",
+        "    return float(stdtrit(max(units - 1.0, 1.0), 0.5 + level / 2.0))",
+        "    return float(stdtrit(1e9, 0.5 + level / 2.0))",
+        ("tests/test_stats_jackknife_t.py",),
     ),
     Mutation(
         "ppi: clipped resamples never counted",

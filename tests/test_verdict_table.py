@@ -62,6 +62,8 @@ def _records(seed: int) -> list[dict[str, object]]:
             record |= {"source": "import", "reconstructed": True, "samples": ["1", "2"]}
         if n % 17 == 0:
             record["first_raw"] = "no verdict here"
+        if n % 19 == 0:  # not a short ASCII hash: kept as written
+            record["message_sha"] = "ü" * (n % 3) + "x" * 70 if n % 2 else None
         out.append(record)
     return out
 

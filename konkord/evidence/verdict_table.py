@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,13 @@ CODED = (
 INTS = ("tokens_in", "tokens_out")
 FLOATS = ("cost_usd", "latency_s")
 FLAGS = ("retried",)
-TEXTS = ("rationale", "message_sha", "detail")
+TEXTS = ("rationale", "detail")
+# Hashes distinct per record, held as bytes in one numpy array: as Python strings they would
+# each be an object made while the chunk's records were parsed, and a few of them per memory
+# arena keep the whole arena of freed records from going back to the system.
+HASHES = ("message_sha",)
 FROM_FILE = ("raw", "first_raw")
-HELD = (*CODED, *INTS, *FLOATS, *FLAGS, *TEXTS)
+HELD = (*CODED, *INTS, *FLOATS, *FLAGS, *TEXTS, *HASHES)
 _KNOWN = frozenset((*HELD, *FROM_FILE))
 
 ABSENT = 0  # the code of an absent field; None is code 1
@@ -62,6 +67,8 @@ class _Builder:
         }
         self.flags: dict[str, list[np.ndarray]] = {name: [] for name in FLAGS}
         self.texts: dict[str, list[Any]] = {name: [] for name in TEXTS}
+        self.hashes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {n: [] for n in HASHES}
+        self.same: dict[str, str] = {}  # each distinct rationale or detail, held once
         self.files: dict[str, list[np.ndarray]] = {name: [] for name in FROM_FILE}
         self.extra: dict[int, Record] = {}
         self.offsets: list[np.ndarray] = []
@@ -79,19 +86,19 @@ class _Builder:
         self.lengths.append(lengths[kept])
         codes = self.codes
         for name in CODED:
-            values = [r.get(name, _MISSING) for r in records]
+            values = _field(records, name)
             for new in set(values).difference(codes):
                 codes[new] = len(self.pool)
                 self.pool.append(new)
             self.coded[name].append(np.fromiter(map(codes.__getitem__, values), np.int32))
         for name in (*INTS, *FLOATS):
-            values = [r.get(name, _MISSING) for r in records]
+            values = _field(records, name)
             state = np.fromiter(map(_STATES.__getitem__, map(_state_key, values)), np.int8)
             filled = [v if type(v) in (int, float) else 0 for v in values]
             kind = np.int64 if name in INTS else np.float64
             self.nums[name].append((np.array(filled, dtype=kind), state))
         for name in FLAGS:
-            flags = [r.get(name, _MISSING) for r in records]
+            flags = _field(records, name)
             self.flags[name].append(
                 np.array(
                     [0 if f is _MISSING else 1 if f is None else 3 if f else 2 for f in flags],
@@ -99,12 +106,29 @@ class _Builder:
                 )
             )
         for name in TEXTS:
-            self.texts[name].extend([r.get(name, _MISSING) for r in records])
+            values = _field(records, name)
+            if len(self.same) < _SAME_MAX:  # one object per distinct text, while they repeat
+                values = [self.same.setdefault(v, v) if type(v) is str else v for v in values]
+            self.texts[name].extend(values)
+        for name in HASHES:
+            values = _field(records, name)
+            kinds = [_hash_kind(v) for v in values]
+            data = [
+                v.encode() if k == _HASH_HELD else b"" for v, k in zip(values, kinds, strict=True)
+            ]
+            self.hashes[name].append(
+                (np.array(data or [b""])[: len(data)], np.array(kinds, np.int8))
+            )
+            for n, got in enumerate(kinds):
+                if got == _HASH_ELSEWHERE:  # not a short ASCII text: kept as written
+                    self.extra.setdefault(self.count + n, {})[name] = values[n]
         for name in FROM_FILE:
             self.files[name].append(np.array([name in r for r in records], dtype=bool))
         for n, record in enumerate(records):
             if not _KNOWN.issuperset(record):  # fields no column holds: kept as written
-                self.extra[self.count + n] = {k: v for k, v in record.items() if k not in _KNOWN}
+                self.extra.setdefault(self.count + n, {}).update(
+                    {k: v for k, v in record.items() if k not in _KNOWN}
+                )
         self.count += len(records)
 
     def result(self, path: Path, torn: bool) -> VerdictTable:
@@ -124,11 +148,42 @@ class _Builder:
             },
             flags={k: joined(v, np.int8) for k, v in self.flags.items()},
             texts=self.texts,
+            hashes={
+                k: (
+                    joined([data for data, _ in v], np.bytes_),
+                    joined([kind for _, kind in v], np.int8),
+                )
+                for k, v in self.hashes.items()
+            },
             files={k: joined(v, np.bool_) for k, v in self.files.items()},
             extra=self.extra,
             offsets=joined(self.offsets, np.int64),
             lengths=joined(self.lengths, np.int64),
         )
+
+
+_HASH_ABSENT, _HASH_NULL, _HASH_HELD, _HASH_ELSEWHERE = 0, 1, 2, 3
+# A judge that words its rationales from a few stock phrases (a simulated one does) repeats the
+# same text thousands of times: held once each. Past this many distinct texts they are taken
+# as they come (a model's own words rarely repeat, and the lookup would only cost memory).
+_SAME_MAX = 50_000
+
+
+def _hash_kind(value: Any) -> int:
+    if value is _MISSING:
+        return _HASH_ABSENT
+    if value is None:
+        return _HASH_NULL
+    if type(value) is str and len(value) <= 64 and value.isascii() and "\0" not in value:
+        return _HASH_HELD
+    return _HASH_ELSEWHERE
+
+
+def _field(records: list[Record], name: str) -> list[Any]:
+    """Field `name` of every record (`_MISSING` where absent), asked in C: no Python frame per
+    record."""
+    count = len(records)
+    return list(map(dict.get, records, repeat(name, count), repeat(_MISSING, count)))
 
 
 def _state_key(value: Any) -> Any:
@@ -146,6 +201,7 @@ class VerdictTable:
         nums: dict[str, tuple[np.ndarray, np.ndarray]],
         flags: dict[str, np.ndarray],
         texts: dict[str, list[Any]],
+        hashes: dict[str, tuple[np.ndarray, np.ndarray]],
         files: dict[str, np.ndarray],
         extra: dict[int, Record],
         offsets: np.ndarray,
@@ -157,6 +213,7 @@ class VerdictTable:
         self.nums = nums
         self.flags = flags
         self.texts = texts
+        self.hashes = hashes
         self.files = files
         self.extra = extra
         self.offsets = offsets
@@ -185,6 +242,8 @@ class VerdictTable:
         if made is None:
             if name in self.texts:
                 made = [None if v is _MISSING else v for v in self.texts[name]]
+            elif name in self.hashes:
+                made = [self.get(i, name) for i in range(len(self))]
             else:
                 pool = [None if v is _MISSING else v for v in self.pool]
                 made = [pool[c] for c in self.coded[name].tolist()]
@@ -221,6 +280,15 @@ class VerdictTable:
         if name in self.texts:
             value = self.texts[name][index]
             return default if value is _MISSING else value
+        if name in self.hashes:
+            data, kinds = self.hashes[name]
+            kind = kinds[index]
+            if kind == _HASH_HELD:
+                return bytes(data[index]).decode()
+            if kind == _HASH_NULL:
+                return None
+            if kind == _HASH_ABSENT:
+                return default
         if name in self.nums:
             values, state = self.nums[name]
             kind = state[index]
@@ -246,6 +314,8 @@ class VerdictTable:
             return bool(column[index] != ABSENT)
         if name in self.texts:
             return self.texts[name][index] is not _MISSING
+        if name in self.hashes:
+            return bool(self.hashes[name][1][index] != _HASH_ABSENT)
         if name in self.nums:
             return bool(self.nums[name][1][index] != _ABSENT_NUM)
         if name in self.flags:
@@ -258,7 +328,7 @@ class VerdictTable:
     def names(self, index: int) -> list[str]:
         """The fields record `index` has, in the file's order (sorted)."""
         held = [name for name in (*HELD, *FROM_FILE) if self.has(index, name)]
-        return sorted([*held, *self.extra.get(index, {})])
+        return sorted({*held, *self.extra.get(index, {})})
 
     def line(self, index: int) -> Record:
         """Record `index` read back whole from its line in the log."""
@@ -319,10 +389,37 @@ TABLES = ParsedStreams()
 
 def verdict_table(log: EvidenceLog) -> VerdictTable:
     """The run's verdict log as columns, parsed once per process and version of the file."""
-    return log.read_into("verdicts", _Builder, TABLES)
+    return log.read_into("verdicts", _TrimmedBuilder, TABLES)
 
 
-def rows_of_one_table(records: Sequence[Mapping[str, Any]]) -> tuple[VerdictTable, np.ndarray] | None:
+class _TrimmedBuilder(_Builder):
+    """The builder, handing the memory the parsed records took back to the system when done."""
+
+    def result(self, path: Path, torn: bool) -> VerdictTable:
+        table = super().result(path, torn)
+        self.__dict__.clear()
+        _trim_heap()
+        return table
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system (glibc's malloc_trim): the chunks of
+    records parsed and dropped leave holes that numpy's later arrays (mapped on their own) do
+    not reuse, and that would otherwise count in the process's memory to the end."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        libc.malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass  # not glibc: nothing to do
+
+
+def rows_of_one_table(
+    records: Sequence[Mapping[str, Any]],
+) -> tuple[VerdictTable, np.ndarray] | None:
     """(table, row indices) when every record is a row of one table: the columns can then
     answer for them at once. None otherwise (plain dicts, or rows of several tables)."""
     if not records or type(records[0]) is not VerdictRow:

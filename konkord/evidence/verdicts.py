@@ -9,7 +9,7 @@ order only is incomplete, never silently a tie.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -270,11 +270,9 @@ def _combine_rows(
     for g, (done, agreed, i_ab, i_ba) in enumerate(
         zip(complete.tolist(), agree.tolist(), ab.tolist(), ba.tolist(), strict=True)
     ):
-        orders: dict[str, VerdictRecord] = {}
-        if i_ab >= 0:
-            orders["ab"] = records[i_ab]
-        if i_ba >= 0:
-            orders["ba"] = records[i_ba]
+        orders = OrderPair(
+            records[i_ab] if i_ab >= 0 else None, records[i_ba] if i_ba >= 0 else None
+        )
         winner = None
         flipped = False
         if done:
@@ -286,6 +284,40 @@ def _combine_rows(
             )
         )  # fmt: skip
     return out
+
+
+class OrderPair(Mapping[str, VerdictRecord]):
+    """A pair's record per order ("ab", "ba"), as a read-only mapping with only the orders
+    judged: what `CombinedVerdict.orders` holds, in a fifth of a dict's memory (190,000 pairs
+    at 20 models x 1,000 tasks)."""
+
+    __slots__ = ("ab", "ba")
+
+    def __init__(self, ab: VerdictRecord | None, ba: VerdictRecord | None) -> None:
+        self.ab = ab
+        self.ba = ba
+
+    def __getitem__(self, order: str) -> VerdictRecord:
+        found = self.ab if order == "ab" else self.ba if order == "ba" else None
+        if found is None:
+            raise KeyError(order)
+        return found
+
+    def get(self, order: str, default: Any = None) -> Any:
+        found = self.ab if order == "ab" else self.ba if order == "ba" else None
+        return default if found is None else found
+
+    def __iter__(self) -> Iterator[str]:
+        if self.ab is not None:
+            yield "ab"
+        if self.ba is not None:
+            yield "ba"
+
+    def __len__(self) -> int:
+        return (self.ab is not None) + (self.ba is not None)
+
+    def __repr__(self) -> str:
+        return f"OrderPair({dict(self)!r})"
 
 
 def flip_rate(combined: Iterable[CombinedVerdict]) -> float | None:

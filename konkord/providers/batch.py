@@ -16,37 +16,35 @@ are recorded at once, as live.
 from __future__ import annotations
 
 import asyncio
-import gc
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from konkord.configuration.call_settings import CallSettings, Message
 from konkord.configuration.credentials import secret_values
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
-from konkord.evidence.stopping import STOP, StopRequested
 from konkord.providers.batch_api import BatchApi
 from konkord.providers.batch_format import (
     BATCH_DISCOUNT,
     MAX_BYTES,
     MAX_REQUESTS,
-    STREAM,
-    TERMINAL,
     Route,
     request_line,
     result_of_line,
     route_for,
-    safe_base,
 )
 from konkord.providers.batch_resume import ResumedRequests, find_batch, open_batches
-from konkord.providers.batch_spool import PendingRequest, Spool, Tally
+from konkord.providers.batch_run import BatchRun, record_batch
+from konkord.providers.batch_spool import PendingRequest, Spool, Waiter
 from konkord.providers.calls import CallResult
 from konkord.providers.llm import ModelClient
 from konkord.providers.loading import env_float, load_litellm
+from konkord.providers.replies import Replies, Tagged
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -80,37 +78,62 @@ class BatchClient(ModelClient):
         self, model: str, messages: list[Message], settings: CallSettings, use_cache: bool = True
     ) -> CallResult:
         """One chat completion, answered by a batch (or by the cache, or an earlier batch)."""
-        key = self.cache_key(model, messages, settings)
-        await self._resume_open_batches()
-        if key in self.collected:
-            return self.collected.pop(key)
-        cache = self._response_cache()
-        if use_cache and cache is not None and (hit := cache.get(key)) is not None:
-            return hit
-        if settings.top_logprobs:
-            raise KonkordError("--batch: log-probabilities are not read from batches; run live")
-        hold = await self.budget.reserve(model, messages, settings) if self.budget else None
-        waiting = self._waiting.get(key)
-        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
-        if waiting is not None:
-            waiting.futures.append(future)
-        else:
-            self._enqueue(key, model, messages, settings, future)
+        replies: Replies[None] = Replies()
+        waiter = await self.send(replies, None, model, messages, settings, use_cache)
         # The request is on disk now; holding its text until the reply comes would keep a whole
         # run's prompts in memory.
         del messages
         try:
-            result = await future
+            [(_, outcome)] = await replies.take()
         except BaseException:
-            if self.budget is not None and hold is not None:
-                self.budget.settle(hold, None)
+            if waiter is not None:  # given up: its budget hold is released now
+                waiter.set_exception(asyncio.CancelledError())
             raise
-        if self.budget is not None and hold is not None:
-            paid = result.ok and not result.cached
-            self.budget.settle(
-                hold, result.cost_usd if paid else 0.0, (result.tokens_in or 0) if paid else None
-            )
-        return result
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    async def send(
+        self,
+        replies: Replies[T],
+        tag: T,
+        model: str,
+        messages: list[Message],
+        settings: CallSettings,
+        use_cache: bool = True,
+    ) -> Tagged[T] | None:
+        """Ask without waiting: the reply lands in `replies` under `tag`. While it waits, what
+        is held is its key, the tag and its budget hold; its text is in the spool file.
+
+        Raises NotLaunched (the cap, Ctrl-C) for a call that is not sent. Returns the waiter,
+        or None for a reply already in (the cache, a batch an earlier process left open)."""
+        key = self.cache_key(model, messages, settings)
+        await self._resume_open_batches()
+        replies.waiting += 1
+        if key in self.collected:
+            replies.put(tag, self.collected.pop(key))
+            return None
+        cache = self._response_cache()
+        if use_cache and cache is not None and (hit := cache.get(key)) is not None:
+            replies.put(tag, hit)
+            return None
+        try:
+            if settings.top_logprobs:
+                raise KonkordError(
+                    "--batch: log-probabilities are not read from batches; run live"
+                )
+            hold = await self.budget.reserve(model, messages, settings) if self.budget else None
+        except BaseException:
+            replies.waiting -= 1
+            raise
+        replies.budget = self.budget
+        waiter = Tagged(replies, tag, hold)
+        waiting = self._waiting.get(key)
+        if waiting is not None:
+            waiting.waiters.append(waiter)
+        else:
+            self._enqueue(key, model, messages, settings, waiter)
+        return waiter
 
     def _route(self, model: str, api_base: str | None) -> Route:
         found = self._routes.get((model, api_base))
@@ -124,11 +147,11 @@ class BatchClient(ModelClient):
         model: str,
         messages: list[Message],
         settings: CallSettings,
-        future: asyncio.Future[CallResult],
+        waiter: Waiter,
     ) -> None:
         route = self._route(model, settings.api_base)
         line = request_line(key, route, messages, settings)
-        request = PendingRequest(key, model, settings, [future], Path(), 0, len(line))
+        request = PendingRequest(key, model, settings, [waiter], Path(), 0, len(line))
         self._add(route, request, line)
 
     def _add(self, route: Route, request: PendingRequest, line: bytes) -> None:
@@ -173,140 +196,35 @@ class BatchClient(ModelClient):
         spool.seal()
         self._start(self._run(spool))
 
-    # --- one batch, start to end -----------------------------------------------------------
+    # --- one batch, start to end (batch_run) ---------------------------------------------
+
+    def _batch_run(self) -> BatchRun:
+        return BatchRun(
+            self.api(), self.poll_s, self._response_cache(), self._say, self._record,
+            self._result_of, self._deliver,
+        )
 
     async def _run(self, spool: Spool) -> None:
         try:
-            batch_id, input_file_id = await self._upload_and_create(spool)
-            await self._poll_and_collect(batch_id, spool.route, spool.requests, input_file_id)
+            run = self._batch_run()
+            batch_id, input_file_id = await run.submit(spool)
+            await run.collect(batch_id, spool.route, spool.requests, input_file_id)
             spool.path.unlink(missing_ok=True)  # retried lines were copied to a new spool
         except BaseException as exc:
             for request in spool.requests.values():
                 self._waiting.pop(request.key, None)
-                for future in request.futures:
-                    if not future.done():
-                        future.set_exception(exc)
+                for waiter in request.waiters:
+                    if not waiter.done():
+                        waiter.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
-
-    async def _nap(self, batch_id: str) -> None:
-        """Wait poll_s before the next status read; after Ctrl-C, stop waiting.
-
-        Nothing is lost by stopping: the batch is in the evidence and the provider keeps
-        running it, so the same command collects it later.
-        """
-        end = time.monotonic() + self.poll_s
-        while True:
-            if STOP.requested:
-                self._say(f"batch {batch_id}: left running; the same command collects it later")
-                raise StopRequested("stopped by Ctrl-C while the batch runs at the provider")
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            await asyncio.sleep(min(left, 0.5))
-
-    async def _upload_and_create(self, spool: Spool) -> tuple[str, str]:
-        if STOP.requested:  # after Ctrl-C nothing new is submitted (nothing paid yet)
-            raise StopRequested("stopped by Ctrl-C before this batch was submitted")
-        api = self.api()
-        creds = spool.route.credentials()
-        with open(spool.path, "rb") as handle:
-            uploaded = await api.upload(handle, creds)
-        models = sorted({r.model for r in spool.requests.values()})
-        about: Record = {
-            "input_file_id": str(uploaded.id),
-            "models": models,
-            "provider": spool.route.provider,
-            "provider_model": spool.route.provider_model,
-            "api_base": safe_base(spool.route.api_base),
-            "requests": len(spool.requests),
-            "created_at": now_iso(),
-        }
-        # Recorded before the batch is created: should the process die between the provider
-        # creating the batch and the record below, a rerun finds it by its input file.
-        self._record({**about, "status": "uploaded"})
-        created = await api.create(str(uploaded.id), len(spool.requests), creds)
-        batch_id = str(created.id)
-        self._record({**about, "status": "submitted", "batch_id": batch_id})
-        self._say(f"batch {batch_id}: {len(spool.requests)} requests submitted ({models[0]})")
-        return batch_id, str(uploaded.id)
 
     def api(self) -> BatchApi:
         """The provider's batch API with this client's timeout and retry settings."""
         return BatchApi(self.timeout_s, self.max_retries, self.backoff_base_s, self.backoff_cap_s)
 
     def _record(self, fields: Record) -> None:
-        if self.log is not None:
-            self.log.append(STREAM, {"kind": "batch", **fields})
-
-    async def _poll_and_collect(
-        self,
-        batch_id: str,
-        route: Route,
-        requests: dict[str, PendingRequest],
-        input_file_id: str,
-        wait: bool = True,
-    ) -> str | None:
-        """Wait for the batch to end (or, without `wait`, read its status once) and collect
-        it; the status of a batch left running, None once collected."""
-        api = self.api()
-        creds = route.credentials()
-        last = ""
-        while True:
-            batch = await api.status(batch_id, creds)
-            status = str(batch.status)
-            if status != last:
-                self._say(f"batch {batch_id}: {status}")
-                last = status
-            if status in TERMINAL:
-                break
-            if not wait:
-                return status
-            await self._nap(batch_id)
-        started = time.perf_counter()
-        tally = Tally(self._response_cache())
-        for file_id in (batch.output_file_id, batch.error_file_id):
-            if file_id:
-                async for entry in api.lines(str(file_id), creds):
-                    custom_id = entry.get("custom_id")
-                    if (
-                        isinstance(custom_id, str)
-                        and custom_id in requests
-                        and custom_id not in tally.seen
-                    ):
-                        request = requests[custom_id]
-                        self._deliver(request, tally.add(request, self._result_of(entry, request)))
-        for key, request in list(requests.items()):
-            if key not in tally.seen:
-                missing = CallResult(
-                    text=None,
-                    error=f"batch {batch_id} ended {status} without this request",
-                    error_kind="transient",
-                )
-                self._deliver(request, tally.add(request, missing))
-        tally.flush()
-        failed, cost = tally.failed, tally.cost
-        self._record(
-            {
-                "input_file_id": input_file_id,
-                "batch_id": batch_id,
-                "status": "collected",
-                "provider_status": status,
-                "requests": len(requests),
-                "failed": failed,
-                "cost_usd": cost,
-                "collected_at": now_iso(),
-            }
-        )
-        # litellm builds a fresh OpenAI client (and connection pool) for every file and batch
-        # call and never closes it; collecting them now, while their event loop still runs,
-        # closes their sockets cleanly instead of after the loop is gone.
-        gc.collect()
-        self._say(
-            f"batch {batch_id}: collected {len(requests) - failed} replies, {failed} failed "
-            f"({time.perf_counter() - started:.1f} s)"
-        )
-        return None
+        record_batch(self.log, fields)
 
     def _deliver(self, request: PendingRequest, result: CallResult) -> None:
         """Hand a reply to its callers, or queue a transient failure for the next batch."""
@@ -314,7 +232,7 @@ class BatchClient(ModelClient):
             not result.ok
             and result.error_kind == "transient"
             and request.attempts < self.max_retries
-            and request.futures
+            and request.waiters
         ):
             request.attempts += 1
             with open(request.spool, "rb") as handle:
@@ -323,16 +241,16 @@ class BatchClient(ModelClient):
             self._add(self._route(request.model, request.settings.api_base), request, line)
             return
         self._waiting.pop(request.key, None)
-        if not request.futures:  # a reply from a resumed batch: kept until someone asks
+        if not request.waiters:  # a reply from a resumed batch: kept until someone asks
             if result.ok:
                 self.collected[request.key] = result  # a failure is simply asked again
             return
-        first, *others = request.futures
+        first, *others = request.waiters
         if not first.done():
             first.set_result(result)
-        for future in others:  # the same request asked twice: the second is served as cached
-            if not future.done():
-                future.set_result(CallResult(**{**result.__dict__, "cached": True}))
+        for waiter in others:  # the same request asked twice: the second is served as cached
+            if not waiter.done():
+                waiter.set_result(CallResult(**{**result.__dict__, "cached": True}))
 
     def _result_of(self, entry: Record, request: PendingRequest) -> CallResult:
         """A batch output or error line as the CallResult a live call would have given."""
@@ -404,7 +322,7 @@ class BatchClient(ModelClient):
         self._say(f"batch {batch_id}: resuming (submitted earlier)")
         models = [str(m) for m in record.get("models") or []]
         requests = ResumedRequests(models[0] if models else "")
-        status = await self._poll_and_collect(
+        status = await self._batch_run().collect(
             str(batch_id), route, requests, input_file_id, wait
         )
         return None if status is None else {**record, "batch_id": batch_id, "status": status}

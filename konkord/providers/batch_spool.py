@@ -3,24 +3,35 @@ and the tally of a collected batch (failures, cost, replies cached in bulk)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from konkord.configuration.call_settings import CallSettings
 from konkord.providers.batch_format import Route
 from konkord.providers.calls import CallResult, ResponseCache
 
 
-@dataclass
+class Waiter(Protocol):
+    """Who waits for a request's reply: a future (`complete`), or a tag (`send`)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: CallResult, /) -> None: ...
+
+    def set_exception(self, exc: BaseException, /) -> None: ...
+
+
+@dataclass(slots=True)
 class PendingRequest:
-    """One distinct request waiting for its reply; callers asking the same thing share it."""
+    """One distinct request waiting for its reply; callers asking the same thing share it.
+
+    Its text is on disk (`spool`, `offset`, `length`: read back only to ask it again)."""
 
     key: str
     model: str
     settings: CallSettings
-    futures: list[asyncio.Future[CallResult]]
+    waiters: list[Waiter]
     spool: Path
     offset: int
     length: int

@@ -63,6 +63,10 @@ def _make_response(
             "total_tokens": prompt_tokens + completion_tokens,
         },
     )
+    # A simulated call is free, and says so as a priced reply would: litellm otherwise looks
+    # the unknown model up in its map, generalisations and all, for every reply (about a
+    # third of a simulated judge call's time).
+    response._hidden_params["response_cost"] = 0.0
     return response
 
 

@@ -14,6 +14,7 @@ Order-level diagnostics (flip rate, positional split) take `Verdicts` from
 Modules:
     bt           Bradley-Terry fit (batched Newton), per-model figures
     resample     task / judgment bootstrap, percentile and BCa intervals
+    jackknife_t  leave-one-task-out t intervals (the anchored ranking's)
     ranking      pairwise difference intervals, rank groups, supported claims
     diagnostics  flips, position, cycles, connectivity, consistency
     judges       judges compared: consensus match (leave one judge out), per-task consistency,

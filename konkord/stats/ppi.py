@@ -18,7 +18,9 @@ Bradley-Terry fit on one "effective" score matrix per task,
 
 whose comparison counts lambda (J + J') + (1 - lambda)(H + H') are never negative, so the
 fit stays convex and the batched Newton fit of `bt` solves it as it is. The task bootstrap
-resamples tasks (each carries its judge verdicts and its labels), exactly as for the plain fit.
+resamples tasks (each carries its judge verdicts and its labels), exactly as for the plain fit;
+the intervals are jackknife t intervals over tasks (`jackknife_t`), which reach their level
+where the bootstrap's percentiles, pulled in by clipped resamples, did not.
 
 lambda ("power tuning") is chosen from the data: the value in [0, 1] that minimises the
 trace of the sandwich variance of the log-strengths, with the estimating function summed per
@@ -45,11 +47,13 @@ from .bt import (
     newton_bt,
     raw_win_rate,
 )
+from .jackknife_t import jackknife_se
 from .resample import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
     Bootstrap,
     Jackknife,
+    Method,
     task_weights,
 )
 
@@ -229,13 +233,16 @@ def anchored_bootstrap(
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
     prior: float = DEFAULT_PRIOR,
+    method: Method = "jackknife",
 ) -> AnchoredFit:
-    """The prediction-powered fit with a task bootstrap (expanded BCa, like the judge's fit).
+    """The prediction-powered fit with a task bootstrap and a leave-one-task-out jackknife.
 
     `lam=None` tunes it from the data (`tuned_lambda`), `lam=0` gives the labels-only ranking.
     Resampled tasks carry their judge verdicts and their labels together; lambda is held at
     the value tuned on the full data. The result is a `Bootstrap`, so ranks, claims and
-    intervals come from the same code as the judge-only ranking.
+    intervals come from the same code, and pass the same gate, as the judge-only ranking.
+    Its intervals are jackknife t (`method`; "bca", the judge's expanded BCa, covered 93.4%
+    of people's win rates over simulated fields at the tuned lambda and 80-93% at lambda 1).
     """
     lam_used = tuned_lambda(data, prior=prior) if lam is None else float(lam)
     if not 0.0 <= lam_used <= 1.0:
@@ -262,7 +269,7 @@ def anchored_bootstrap(
     beta = fits[0].beta
     boot = Bootstrap(
         mode="task",
-        method="bca",
+        method=method,
         expand=True,
         level=level,
         seed=seed,
@@ -284,9 +291,10 @@ def anchored_bootstrap(
 
 
 def clipped_resample_count(raw: FloatArray, feasible_wins: FloatArray) -> int:
-    """Resamples (B, M, M) in which `feasible` moved at least one pair score: their share
-    tracks how far the anchored interval falls short of its level (3% of resamples at the
-    tuned lambda, 7% at lambda 1 in simulation), so the report prints it beside the block."""
+    """Resamples (B, M, M) in which `feasible` moved at least one pair score. Their share
+    tracked how far the bootstrap's own percentiles fell short of their level (the clipped
+    resamples are its tails); the report prints it beside the block, whose jackknife t
+    intervals do not rest on the resamples."""
     moved = np.abs(feasible_wins - raw) > 1e-12
     return int(moved.reshape(raw.shape[0], -1).any(axis=1).sum())
 
@@ -295,6 +303,18 @@ def judge_only_data(data: AnchoredData) -> AnchoredData:
     """The same data with the labels dropped (lambda = 1 and no correction: the judge's fit)."""
     zero = np.zeros_like(data.people)
     return AnchoredData(data.judge, zero, zero, 0, data.n_judged)
+
+
+def win_rate_variance(boot: Bootstrap) -> float:
+    """The win rates' total variance, summed over models, from the leave-one-task-out fits
+    the intervals rest on (NaN without them). "Worth N labels" is a ratio of two of these:
+    over simulated fields it matched the true ratio (181 against 177 labels at the tuned
+    lambda, 67 against 67 at lambda 1 with 60 labels), where the clipped bootstrap's
+    variances claimed 184 and 84."""
+    if boot.jackknife is None:
+        return float("nan")
+    rates = expected_win_rate(boot.jackknife.log_strength)
+    return float((jackknife_se(rates, boot.jackknife.weight) ** 2).sum())
 
 
 def effective_labels(n_labelled: int, labels_only_var: float, anchored_var: float) -> float:

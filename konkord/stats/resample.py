@@ -55,9 +55,10 @@ from .bt import (
 )
 from .bt import expected_win_rate as _expected_win_rate
 from .diagnostics import disconnected_resamples
+from .jackknife_t import jackknife_t_bounds
 
 Mode: TypeAlias = Literal["task", "judgments"]
-Method: TypeAlias = Literal["percentile", "bca"]
+Method: TypeAlias = Literal["percentile", "bca", "jackknife"]  # jackknife: see jackknife_t
 DEFAULT_RESAMPLES = 1000
 DEFAULT_LEVEL = 0.95
 _MAX_JACKKNIFE_CELLS = 5000  # beyond this, judgment-mode BCa drops the acceleration
@@ -114,7 +115,9 @@ class Bootstrap:
 
     @property
     def interval_method(self) -> str:
-        """The interval's name for a reader: "expanded BCa", "BCa", "percentile", ..."""
+        """The interval's name for a reader: "expanded BCa", "BCa", "jackknife t", ..."""
+        if self.method == "jackknife":
+            return "jackknife t"
         name = "BCa" if self.method == "bca" else "percentile"
         return f"expanded {name}" if self.expand else name
 
@@ -124,8 +127,10 @@ class Bootstrap:
         draws: FloatArray,
         jackknife: FloatArray | None = None,
         level: float | None = None,
+        proportion: bool = False,
     ) -> Interval:
-        """Interval for any statistic given its point value, draws (B, ...) and jackknife values."""
+        """Interval for any statistic given its point value, draws (B, ...) and jackknife values
+        (`proportion`: a share in 0..1, which the jackknife t takes on the log-odds scale)."""
         return bootstrap_interval(
             point,
             draws,
@@ -134,6 +139,7 @@ class Bootstrap:
             jackknife=jackknife,
             jackknife_weight=None if self.jackknife is None else self.jackknife.weight,
             n_units=self.n_units if self.expand else None,
+            proportion=proportion,
         )
 
     def intervals(self) -> dict[str, Interval]:
@@ -146,11 +152,13 @@ class Bootstrap:
                 self.point.expected_win_rate,
                 self.expected_win_rate,
                 None if jack_beta is None else _expected_win_rate(jack_beta),
+                proportion=True,
             ),
             "raw_win_rate": self.interval(
                 self.point.raw_win_rate,
                 self.raw_win_rate,
                 None if jack is None else jack.raw_win_rate,
+                proportion=True,
             ),
         }
         beta = out["log_strength"]
@@ -184,16 +192,24 @@ def bootstrap_interval(
     jackknife: FloatArray | None = None,
     jackknife_weight: FloatArray | None = None,
     n_units: int | None = None,
+    proportion: bool = False,
 ) -> Interval:
-    """Percentile or BCa interval, elementwise over the trailing axes of `draws` (B, ...).
+    """Percentile, BCa or jackknife-t interval, elementwise over the trailing axes of `draws`.
 
     BCa (Efron 1987) moves the percentiles to correct for the median bias of the draws (z0)
     and for a standard error that changes with the value (acceleration, from the jackknife).
     Without jackknife values the acceleration is 0. With `n_units`, the nominal level is
     widened to the one whose normal quantile equals sqrt(n/(n-1)) t_{n-1} quantile
     (Hesterberg's expanded percentile), for the narrowness of a bootstrap of few units.
+    "jackknife" ignores the draws and `n_units`: point -+ t_{K-1} x the jackknife's standard
+    error (`jackknife_t`; on the log-odds scale for a `proportion`).
     """
     point = np.asarray(point, dtype=np.float64)
+    if method == "jackknife":
+        if jackknife is None:
+            raise ValueError("the jackknife-t interval needs jackknife values")
+        low, high = jackknife_t_bounds(point, jackknife, level, jackknife_weight, proportion)
+        return Interval(low, high)
     draws = np.asarray(draws, dtype=np.float64)
     z_hi = critical_value(level, n_units)
     quantiles = np.empty((2, *point.shape))

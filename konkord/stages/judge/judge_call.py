@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from konkord.configuration.judge_frame import (
     RETRY_REMINDER,
+    ParsedVerdict,
     compose_system_prompt,
     compose_user_message,
     parse_verdict,
@@ -95,12 +96,12 @@ def _paid(call: CallResult) -> float | None:
     return 0.0 if unpaid else call.cost_usd
 
 
-def _reminder_not_sent(
-    base: Record, item: JudgeItem, first: CallResult, why: NotLaunched
+def reminder_not_sent(
+    item: JudgeItem, fhash: str, sent_sha: str, first: CallResult, why: NotLaunched
 ) -> Record:
     """The record of a reply with no verdict line whose reminder was not launched."""
     return {
-        **base,
+        **_base(item, fhash, sent_sha),
         "kind": "failure",
         "reason": "no_verdict_line",
         "detail": f"no verdict line, and the reminder was not sent ({why}); rerun to send it",
@@ -140,7 +141,49 @@ async def ask_judge(
     asking = client.complete(item.judge, messages, settings, use_cache)
     del messages
     first = await asking
-    base: Record = {
+    parsed = parse_first(first)
+    if wants_reminder(first, parsed):
+        try:
+            final = await client.complete(
+                item.judge, reminder_messages(spec, item, first), settings, use_cache
+            )
+        except NotLaunched as exc:
+            # The first reply was paid for: it is recorded (as the failure it is) before the
+            # stage stops, so the evidence counts its cost and a rerun sends only the reminder.
+            return reminder_not_sent(item, fhash, sent_sha, first, exc), [first]
+        return judge_record(item, settings, fhash, sent_sha, [first, final], parsed), [
+            first,
+            final,
+        ]
+    return judge_record(item, settings, fhash, sent_sha, [first], parsed), [first]
+
+
+def parse_first(first: CallResult) -> ParsedVerdict | None:
+    """The first reply read as a verdict (None for a failed call)."""
+    return parse_verdict(first.text) if first.ok else None
+
+
+def wants_reminder(first: CallResult, parsed: ParsedVerdict | None) -> bool:
+    """Whether a first reply gets a second call with the reminder: it has no verdict line and
+    was not cut off."""
+    return (
+        parsed is not None
+        and first.finish_reason != "length"
+        and parsed.reason == "no_verdict_line"
+    )
+
+
+def reminder_messages(spec: RunSpec, item: JudgeItem, first: CallResult) -> list[Message]:
+    """The second call: the first exchange, then the reminder to end with a verdict line."""
+    return [
+        *judge_messages(spec, item),
+        {"role": "assistant", "content": first.text or ""},
+        {"role": "user", "content": RETRY_REMINDER},
+    ]
+
+
+def _base(item: JudgeItem, fhash: str, sent_sha: str) -> Record:
+    return {
         "task_id": item.task.id,
         "model_a": item.model_a,
         "model_b": item.model_b,
@@ -151,26 +194,20 @@ async def ask_judge(
         "answer_b_sha": answer_sha(item.answer_b),
         "message_sha": sent_sha,
     }
-    calls = [first]
-    final = first
-    first_parsed = parse_verdict(first.text) if first.ok else None
-    if (
-        first_parsed is not None
-        and first.finish_reason != "length"
-        and first_parsed.reason == "no_verdict_line"
-    ):
-        retry_messages = [
-            *judge_messages(spec, item),
-            {"role": "assistant", "content": first.text or ""},
-            {"role": "user", "content": RETRY_REMINDER},
-        ]
-        try:
-            final = await client.complete(item.judge, retry_messages, settings, use_cache)
-        except NotLaunched as exc:
-            # The first reply was paid for: it is recorded (as the failure it is) before the
-            # stage stops, so the evidence counts its cost and a rerun sends only the reminder.
-            return _reminder_not_sent(base, item, first, exc), calls
-        calls.append(final)
+
+
+def judge_record(
+    item: JudgeItem,
+    settings: CallSettings,
+    fhash: str,
+    sent_sha: str,
+    calls: list[CallResult],
+    first_parsed: ParsedVerdict | None,
+) -> Record:
+    """The verdict or failure record of one judge call: its first reply and, when a reminder
+    was sent, the second (`calls`); `first_parsed` is the first reply read as a verdict."""
+    base = _base(item, fhash, sent_sha)
+    first, final = calls[0], calls[-1]
     cost: float | None = 0.0
     for call in calls:
         cost = _add(cost, _paid(call))
@@ -242,4 +279,4 @@ async def ask_judge(
             "rationale": rationale,
             "raw": final.text,
         }
-    return record, calls
+    return record

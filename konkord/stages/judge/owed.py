@@ -13,6 +13,7 @@ from konkord.configuration.judge_frame import FRAME_VERSION, frame_hash
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
+from konkord.evidence.stream import fold_stream
 from konkord.evidence.verdict_table import rows_of_one_table
 from konkord.evidence.verdicts import VerdictRecord, frame_hashes_of, load_verdicts
 from konkord.stages.judge.design import designed_pairs
@@ -87,6 +88,58 @@ def done_keys(
         if wanted == held:
             done.add(key)
     return done
+
+
+# What the closing tally reads of a verdict (`combine_verdicts`): its pair, order, judge, winner
+# and the answers it was made on.
+TALLIED = (
+    "task_id", "model_a", "model_b", "order", "judge", "kind", "winner", "answer_a_sha",
+    "answer_b_sha",
+)
+
+
+def current_tallied(
+    spec: RunSpec,
+    log: EvidenceLog,
+    judges: tuple[str, ...],
+    fhash: str,
+    items: list[JudgeItem],
+    sent: dict[tuple[str, str, str, str, str], str],
+) -> dict[str, list[Record]]:
+    """Per judge, the `TALLIED` fields of each current verdict: the latest record of its key,
+    a verdict, made on exactly the message this run would send now (as `done_keys`). The log
+    is streamed, so only those few fields of each verdict are held, never the records.
+
+    `sent` holds the message hashes of the calls this process made; the rest are composed."""
+    latest: dict[tuple[str, str, str, str, str], tuple[Record, object] | None] = {}
+    wanted = set(judges)
+
+    def keep(records: list[Record]) -> None:
+        for record in records:
+            if record.get("frame_hash") != fhash or record.get("judge") not in wanted:
+                continue
+            key = (
+                record["task_id"], record["model_a"], record["model_b"], record["order"],
+                record["judge"],
+            )
+            latest[key] = (
+                ({name: record.get(name) for name in TALLIED}, record.get("message_sha"))
+                if record.get("kind") == "verdict"
+                else None  # a failure supersedes an earlier verdict
+            )
+
+    fold_stream(log, "verdicts", keep)
+    owed = {item.key: item for item in items}
+    out: dict[str, list[Record]] = {judge: [] for judge in judges}
+    for key, found in latest.items():
+        item = owed.get(key)
+        if found is None or item is None:
+            continue
+        fields, made_on = found
+        asked = sent.get(key) or message_sha(user_message(spec, item))
+        if asked == made_on:
+            out[item.judge].append(fields)
+    return out
 
 
 def _verdict_keys(

@@ -15,7 +15,7 @@ and the results file says which.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +28,7 @@ from konkord.results import schema as R
 from konkord.stages.current import interval
 from konkord.stats.bt import Comparisons
 from konkord.stats.ppi import AnchoredData
-from konkord.stats.resample import Bootstrap, Interval
+from konkord.stats.resample import Bootstrap
 
 MIN_LABELS = 30
 
@@ -101,21 +101,14 @@ def _inclusion(
     return out, design, skipped
 
 
-def _ratings(
-    boot: Bootstrap,
-    comp: Comparisons,
-    models: list[str],
-    widen: Callable[[dict[str, Interval]], dict[str, Interval]] | None = None,
-) -> list[R.AnchoredRating]:
-    """Models best first with win-rate intervals and rank ranges, through the one gate
-    (`konkord.stats.gate`: floors from the raw counts, the exact sign test over tasks);
-    `widen` then widens the gated intervals further (the anchored fit's sandwich floor)."""
+def _ratings(boot: Bootstrap, comp: Comparisons, models: list[str]) -> list[R.AnchoredRating]:
+    """Models best first with win-rate intervals (the fit's jackknife t) and rank ranges,
+    through the one gate (`konkord.stats.gate`: floors from the raw counts, the exact sign
+    test over tasks)."""
     from konkord.stats.gate import gate
 
     gated = gate(boot, comp)
     ivs, ranking = gated.intervals, gated.ranking
-    if widen is not None:
-        ivs = widen(ivs)
     out = []
     for k in ranking.order.tolist():
         if not np.isfinite(ivs["expected_win_rate"].lower[k]):
@@ -247,8 +240,12 @@ def anchored_block(
     `done` are the judge's combined verdicts on pairs judged in both orders; `labels` the
     current labels; `pool` the run's comparison pool (for the queue's design), if known.
     """
-    from konkord.stats.ppi import anchored_bootstrap, anchored_data, effective_labels
-    from konkord.stats.ppi_floor import floored_anchored_intervals
+    from konkord.stats.ppi import (
+        anchored_bootstrap,
+        anchored_data,
+        effective_labels,
+        win_rate_variance,
+    )
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -319,9 +316,11 @@ def anchored_block(
     data = pack(labelled, inclusion)
     anchored = anchored_bootstrap(data, n_resamples=resamples, seed=seed)
     labels_only = anchored_bootstrap(data, lam=0.0, n_resamples=resamples, seed=seed)
-    var_labels = float(labels_only.bootstrap.expected_win_rate.var(axis=0).sum())
-    var_anchored = float(anchored.bootstrap.expected_win_rate.var(axis=0).sum())
-    n_eff = effective_labels(len(labelled), var_labels, var_anchored)
+    n_eff = effective_labels(
+        len(labelled),
+        win_rate_variance(labels_only.bootstrap),
+        win_rate_variance(anchored.bootstrap),
+    )
     disagreements = _disagreements(judge, anchored.bootstrap, judged, models)
     worth = ""
     if np.isfinite(n_eff):
@@ -357,22 +356,16 @@ def anchored_block(
         clipped_pair_scores=anchored.clipped_pair_scores,
         clipped_resamples=anchored.clipped_resamples,
         resamples=anchored.resamples,
-        ratings=_ratings(
-            anchored.bootstrap, judged, models,
-            lambda ivs: floored_anchored_intervals(anchored, data, ivs),
-        ),
-        labels_only=_ratings(
-            labels_only.bootstrap, people, models,
-            lambda ivs: floored_anchored_intervals(labels_only, data, ivs),
-        ),
+        ratings=_ratings(anchored.bootstrap, judged, models),
+        labels_only=_ratings(labels_only.bootstrap, people, models),
         claims=_claims(anchored.bootstrap, judged, models),
         disagreements=disagreements,
         summary=summary,
         method=(
             f"prediction-powered Bradley-Terry (PPI++, power tuning lambda = {anchored.lam:.2f}),"
-            f" task bootstrap with {resamples} resamples, {anchored.bootstrap.interval_method}"
-            " intervals, each widened to contain the sandwich (M-estimator) interval of its"
-            " win rate; labels weighted by 1 / inclusion probability"
+            f" {anchored.bootstrap.interval_method} intervals (each task left out in turn,"
+            " t with tasks - 1 degrees of freedom, win rates on the log-odds scale) and a task"
+            f" bootstrap of {resamples} resamples; labels weighted by 1 / inclusion probability"
             f" ({design.replace('_', ' ')})"
         ),
     )

@@ -103,15 +103,16 @@ def task_views(
                 verdict = c.orders.get(order)
                 if verdict is None:
                     continue
-                fields = view_fields(verdict, columns)
-                kind, reason, detail = fields[3], fields[4], fields[5]
+                position_winner, winner, rationale, kind, reason, detail = view_fields(
+                    verdict, columns
+                )
                 orders.append(
                     {
                         "order": order,
                         "shown_first": c.model_a if order == "ab" else c.model_b,
-                        "position_winner": fields[0],
-                        "winner": fields[1],
-                        "rationale": fields[2],
+                        "position_winner": position_winner,
+                        "winner": winner,
+                        "rationale": rationale,
                         "failure": None
                         if kind == "verdict"
                         else f"{reason}: {detail or ''}".strip(": "),
@@ -156,7 +157,8 @@ def view_fields(verdict: VerdictRecord, columns: dict[int, list[list[Any]]]) -> 
         lists = columns.get(id(table))
         if lists is None:
             lists = columns[id(table)] = [table.column(name) for name in _VIEW_FIELDS]
-        return [values[index] for values in lists]
+        a, b, c, d, e, f = lists
+        return [a[index], b[index], c[index], d[index], e[index], f[index]]
     return [verdict.get(name) for name in _VIEW_FIELDS]
 
 

@@ -1,0 +1,171 @@
+"""How a judge stage's calls go out and its verdicts come back, with memory bounded by design.
+
+Live, a fixed pool of `concurrency` workers takes the calls one after another: what waits is
+the list of items, never a coroutine per call. Through a batch, every call is sent at once
+(the batch needs them all) under a small tag, its index in the list and its message hash, and
+the replies are read as they land: what a waiting call holds is its key in the door and that
+tag, not a coroutine, its task or its messages. Either way each verdict is appended as it comes,
+with those landing together sharing one write and one fsync, off the calls' path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from konkord.configuration.runspec import RunSpec
+from konkord.errors import KonkordError, NotLaunched
+from konkord.evidence.log import AsyncAppender, EvidenceLog, Record
+from konkord.providers.batch import BatchClient
+from konkord.providers.calls import CallResult
+from konkord.providers.llm import CallSettings, ModelClient
+from konkord.providers.replies import Replies
+from konkord.stages.judge.judge_call import (
+    JudgeItem,
+    ask_judge,
+    judge_messages,
+    judge_record,
+    message_sha,
+    parse_first,
+    reminder_messages,
+    reminder_not_sent,
+    wants_reminder,
+)
+
+Key = tuple[str, str, str, str, str]
+Judged = tuple[JudgeItem, Record, list[CallResult]]  # an item, its record, the calls it took
+# A batched call's tag: its item's index, the hash of the message sent, and the first reply
+# when this is the reminder.
+Tag = tuple[int, str, CallResult | None]
+SEND_SLICE = 256  # calls sent between two turns of the event loop (submissions, Ctrl-C)
+WRITE_SLICE = 2000  # batched replies turned into records and written at a time
+
+
+class VerdictWriter:
+    """Appends verdicts as they land, without holding up the calls, then counts them."""
+
+    def __init__(self, log: EvidenceLog, land: Callable[[list[Judged]], None]) -> None:
+        self.log = log
+        self.land = land
+        self.appender = AsyncAppender(log, "verdicts")
+        self.writing: set[asyncio.Task[None]] = set()
+        self.error: KonkordError | None = None
+
+    def add(self, judged: list[Judged]) -> None:
+        """Queue these verdicts for the evidence (raises an earlier write's failure)."""
+        self.check()
+        if judged:
+            task = asyncio.ensure_future(self._write(judged))
+            self.writing.add(task)
+            task.add_done_callback(self.writing.discard)
+
+    async def _write(self, judged: list[Judged]) -> None:
+        try:
+            await asyncio.gather(*(self.appender.append(record) for _, record, _ in judged))
+        except OSError as exc:
+            self.error = self.error or KonkordError(
+                f"{self.log.path('verdicts')}: cannot write ({exc.strerror or exc}); the "
+                "verdicts saved so far are kept: fix this and run the same command again"
+            )
+            return
+        self.land(judged)
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    async def drain(self) -> None:
+        """Wait until every verdict queued is on disk (raises a write's failure)."""
+        while self.writing:
+            await asyncio.gather(*self.writing)
+        self.check()
+
+
+async def judge_live(
+    spec: RunSpec,
+    todo: list[JudgeItem],
+    client: ModelClient,
+    settings: CallSettings,
+    fhash: str,
+    fresh: set[Key],
+    concurrency: int,
+    writer: VerdictWriter,
+) -> None:
+    """Ask every item through `concurrency` workers; `fresh` keys skip the cache."""
+    items = iter(todo)
+
+    async def worker() -> None:
+        for item in items:
+            writer.check()
+            try:
+                # Its own task, so its own context: after Ctrl-C, a call already out may still
+                # send its reminder (`STOP.launch`), the worker's next item may not.
+                record, calls = await asyncio.ensure_future(
+                    ask_judge(spec, item, client, settings, fhash, use_cache=item.key not in fresh)
+                )
+            except NotLaunched:
+                continue  # --max-cost or Ctrl-C: not sent; a rerun asks it
+            writer.add([(item, record, calls)])
+
+    await asyncio.gather(*(worker() for _ in range(min(max(1, concurrency), len(todo)))))
+    await writer.drain()
+
+
+async def judge_by_batch(
+    spec: RunSpec,
+    todo: list[JudgeItem],
+    client: BatchClient,
+    settings: CallSettings,
+    fhash: str,
+    fresh: set[Key],
+    writer: VerdictWriter,
+) -> None:
+    """Send every item to the batch client under its tag, then turn replies into verdicts as
+    they land (sending the reminder where a reply has no verdict line)."""
+    replies: Replies[Tag] = Replies()
+    for index, item in enumerate(todo):
+        messages = judge_messages(spec, item)
+        tag: Tag = (index, message_sha(messages[1]["content"]), None)
+        try:
+            await client.send(
+                replies, tag, item.judge, messages, settings, item.key not in fresh
+            )
+        except NotLaunched:
+            continue  # --max-cost or Ctrl-C: not sent; a rerun asks it
+        del messages
+        if index % SEND_SLICE == SEND_SLICE - 1:
+            await asyncio.sleep(0)
+    while replies.waiting:
+        judged: list[Judged] = []
+        # A slice at a time, each on disk before the next is read: a batch of 50,000 replies
+        # lands at once, and its records built and encoded together would take hundreds of MB.
+        for (index, sha, first), outcome in await replies.take(WRITE_SLICE):
+            item = todo[index]
+            if isinstance(outcome, NotLaunched):  # Ctrl-C while the batch ran: asked later
+                if first is not None:
+                    judged.append((item, reminder_not_sent(item, fhash, sha, first, outcome), [first]))
+                continue
+            if isinstance(outcome, BaseException):
+                raise outcome
+            if first is not None:
+                parsed = parse_first(first)
+                judged.append(
+                    (item, judge_record(item, settings, fhash, sha, [first, outcome], parsed),
+                     [first, outcome])
+                )
+                continue
+            parsed = parse_first(outcome)
+            if not wants_reminder(outcome, parsed):
+                judged.append(
+                    (item, judge_record(item, settings, fhash, sha, [outcome], parsed), [outcome])
+                )
+                continue
+            try:
+                await client.send(
+                    replies, (index, sha, outcome), item.judge,
+                    reminder_messages(spec, item, outcome), settings, item.key not in fresh,
+                )
+            except NotLaunched as exc:
+                judged.append((item, reminder_not_sent(item, fhash, sha, outcome, exc), [outcome]))
+        writer.add(judged)
+        await writer.drain()
