@@ -10,7 +10,7 @@ from scipy.stats import t as student_t
 
 from konkord.stats.anchored_sim import simulate_biased_judge_field
 from konkord.stats.jackknife_t import jackknife_se, jackknife_t_bounds
-from konkord.stats.ppi import anchored_bootstrap, anchored_data
+from konkord.stats.ppi import anchored_bootstrap, anchored_data, win_rate_variance
 from konkord.stats.ranking import pairwise_differences
 
 # Judge outcomes (task, score of model 0) on 6 tasks; labels (task, person, judge, pi).
@@ -70,6 +70,11 @@ def test_two_models_match_the_closed_form_leave_one_task_out_interval(lam: float
     diff = pairwise_differences(boot)
     np.testing.assert_allclose([diff.lower[0, 1], diff.upper[0, 1]],
                                [gap - crit * se, gap + crit * se], rtol=1e-7)
+    # "worth N labels" divides two such variances: here both win rates move together
+    rates = [_sigmoid(g) for g in left_out]
+    rate_mean = sum(rates) / k
+    rate_var = (k - 1) / k * sum((r - rate_mean) ** 2 for r in rates)
+    np.testing.assert_allclose(win_rate_variance(boot), 2 * rate_var, rtol=1e-7)
 
 
 def test_a_weighted_unit_counts_as_that_many_units() -> None:

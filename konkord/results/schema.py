@@ -235,10 +235,11 @@ class Results(Strict):
         raise KeyError(judge)
 
 
-def read_results(path: Path | str, tasks: bool = True) -> Results:
+def read_results(path: Path | str, tasks: bool = True, lazy: bool = False) -> Results:
     """Read and validate a results file; another schema version is a clear error. With
     tasks=False, a file whose tasks are in files of their own comes back without them, the
-    task files checked against their hash but not parsed."""
+    task files checked against their hash but not parsed; with lazy=True, with them as a
+    `files.TaskShelf` that parses each when asked."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -247,7 +248,7 @@ def read_results(path: Path | str, tasks: bool = True) -> Results:
     try:  # the common case in one pass of pydantic's own JSON parser
         results = Results.model_validate_json(raw)
         if results.schema_version == SCHEMA_VERSION:
-            return load_tasks(path, results, parse=tasks)
+            return load_tasks(path, results, parse=tasks, lazy=lazy)
     except ValidationError:
         pass  # below, the same checks in steps, for a message that says what is wrong
     try:
@@ -272,7 +273,7 @@ def read_results(path: Path | str, tasks: bool = True) -> Results:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise KonkordError(f"{path}: invalid results file at {where}: {first['msg']}") from None
-    return load_tasks(path, results, parse=tasks)
+    return load_tasks(path, results, parse=tasks, lazy=lazy)
 
 
 def write_results(

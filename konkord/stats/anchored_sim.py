@@ -18,7 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .bt import FloatArray, ModelVector, comparisons, fit_bt_wins
-from .ppi import AnchoredData, anchored_bootstrap, anchored_data
+from .ppi import (
+    AnchoredData,
+    anchored_bootstrap,
+    anchored_data,
+    effective_labels,
+    win_rate_variance,
+)
 from .resample import bootstrap
 from .simfield import better_probability, draw_outcomes, draw_strengths
 
@@ -173,9 +179,9 @@ def coverage_study(
         for name, iv in (("judge", judge), ("labels", label_iv), ("anchored", anchored_iv)):
             covered[name][f] = (iv.lower <= truth) & (truth <= iv.upper)
             widths[name][f] = iv.upper - iv.lower
-        var_labels = float(labels.bootstrap.expected_win_rate.var(axis=0).sum())
-        var_anchored = float(anchored.bootstrap.expected_win_rate.var(axis=0).sum())
-        effective[f] = n_labels * var_labels / var_anchored if var_anchored > 0 else np.nan
+        effective[f] = effective_labels(
+            n_labels, win_rate_variance(labels.bootstrap), win_rate_variance(anchored.bootstrap)
+        )
     rows = (
         _row("judge only", covered["judge"], widths["judge"]),
         _row("labels only", covered["labels"], widths["labels"]),

@@ -39,7 +39,7 @@ def calibrate_run(
             f'run "{spec.name}" has no results file at {path}; '
             f"run `konkord report --run {spec.name}` first"
         )
-    results = read_results(path)
+    results = read_results(path, lazy=True)  # a large run's tasks: read as written back
     judges = [b.judge for b in results.judge_blocks]
     # a cascade's block answers to its shown name ("quick -> steward at 0.8") as to its judge's
     known = set(judges) | {b.route_name for b in results.judge_blocks}

@@ -240,7 +240,12 @@ def anchored_block(
     `done` are the judge's combined verdicts on pairs judged in both orders; `labels` the
     current labels; `pool` the run's comparison pool (for the queue's design), if known.
     """
-    from konkord.stats.ppi import anchored_bootstrap, anchored_data, effective_labels
+    from konkord.stats.ppi import (
+        anchored_bootstrap,
+        anchored_data,
+        effective_labels,
+        win_rate_variance,
+    )
 
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
@@ -311,9 +316,11 @@ def anchored_block(
     data = pack(labelled, inclusion)
     anchored = anchored_bootstrap(data, n_resamples=resamples, seed=seed)
     labels_only = anchored_bootstrap(data, lam=0.0, n_resamples=resamples, seed=seed)
-    var_labels = float(labels_only.bootstrap.expected_win_rate.var(axis=0).sum())
-    var_anchored = float(anchored.bootstrap.expected_win_rate.var(axis=0).sum())
-    n_eff = effective_labels(len(labelled), var_labels, var_anchored)
+    n_eff = effective_labels(
+        len(labelled),
+        win_rate_variance(labels_only.bootstrap),
+        win_rate_variance(anchored.bootstrap),
+    )
     disagreements = _disagreements(judge, anchored.bootstrap, judged, models)
     worth = ""
     if np.isfinite(n_eff):
