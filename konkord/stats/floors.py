@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtr, ndtri
+from scipy.special import bdtr, expit, ndtri
 
 from .bt import (
     Comparisons,
@@ -80,13 +80,13 @@ def fisher_covariance(wins: PairMatrix, beta: FloatArray, prior: float) -> Float
     """
     m = beta.size
     counts = wins + wins.T
-    p = 1.0 / (1.0 + np.exp(-(beta[:, None] - beta[None, :])))
+    p = expit(beta[:, None] - beta[None, :])
     w = counts * p * (1.0 - p)
     np.fill_diagonal(w, 0.0)
     info = np.diag(w.sum(axis=1)) - w
     if prior > 0.0:
         u = beta - beta.mean()
-        s = 1.0 / (1.0 + np.exp(-u))
+        s = expit(u)
         centre = np.eye(m) - np.full((m, m), 1.0 / m)
         info = info + centre @ np.diag(2.0 * prior * s * (1.0 - s)) @ centre
     cov: FloatArray = np.asarray(np.linalg.pinv(info, hermitian=True), dtype=np.float64)
@@ -144,7 +144,7 @@ def sign_tests(comp: Comparisons, log_strength: FloatArray | None = None) -> Sig
         score = np.where(count > 0, won / np.where(count > 0, count, 1.0), np.nan)
     diff = score[:, :, None] - score[:, None, :]  # (T, M, M)
     if log_strength is not None:
-        diff = diff - _opponent_expectation(per_task, count, log_strength)
+        _take_opponents_into_account(diff, per_task, count, log_strength)
     higher = (diff > 1e-12).sum(axis=0).astype(np.int64)  # NaN compares False: task skipped
     lower = (diff < -1e-12).sum(axis=0).astype(np.int64)
     n = higher + lower
@@ -154,28 +154,29 @@ def sign_tests(comp: Comparisons, log_strength: FloatArray | None = None) -> Sig
     return SignTests(higher=higher, lower=lower, p_value=p)
 
 
-def _opponent_expectation(per_task: FloatArray, count: FloatArray, beta: FloatArray) -> FloatArray:
-    """[t, a, b]: a's expected mean score on task t less b's, were both at (beta_a + beta_b)/2
-    (against each other 1/2 apiece), against the opponents each met there."""
-    met = per_task + per_task.transpose(0, 2, 1)  # (T, M, M) comparisons of a and c
+def _take_opponents_into_account(
+    diff: FloatArray, per_task: FloatArray, count: FloatArray, beta: FloatArray
+) -> None:
+    """Subtract from diff[t, a, b] a's expected mean score on task t less b's, were both at
+    (beta_a + beta_b)/2 (against each other 1/2 apiece), against the opponents each met there.
+    In place, a block of tasks at a time: no array of the run's size beside `diff`."""
     m = beta.size
     middle = (beta[:, None] + beta[None, :]) / 2.0  # [a, b]
-    expect = 1.0 / (1.0 + np.exp(-(middle[:, :, None] - beta[None, None, :])))  # [a, b, c]
+    expect = expit(middle[:, :, None] - beta[None, None, :])  # [a, b, c]
     idx = np.arange(m)
     expect[idx, :, idx] = 0.5  # c = a: a itself, at the middle strength
     expect[:, idx, idx] = 0.5  # c = b
-    out = np.empty_like(per_task)
+    by_opponent = expect.transpose(0, 2, 1)  # [a, c, b]
     step = max(1, _SIGN_BLOCK // max(1, m**3))
     with np.errstate(invalid="ignore", divide="ignore"):
         for start in range(0, per_task.shape[0], step):
             block = slice(start, start + step)
+            met = per_task[block] + per_task[block].transpose(0, 2, 1)  # comparisons of a, c
             # [t, a, b] = sum over c of a's comparisons with c times E[a, b, c]: one matrix
             # product per a, batched, (a, t, c) @ (a, c, b)
-            total = np.matmul(met[block].transpose(1, 0, 2), expect.transpose(0, 2, 1))
-            total = total.transpose(1, 0, 2)
+            total = np.matmul(met.transpose(1, 0, 2), by_opponent).transpose(1, 0, 2)
             mean = total / count[block][:, :, None]
-            out[block] = mean - mean.transpose(0, 2, 1)
-    return out
+            diff[block] -= mean - mean.transpose(0, 2, 1)
 
 
 def floored_intervals(boot: Bootstrap, comp: Comparisons) -> dict[str, Interval]:
@@ -195,7 +196,8 @@ def floored_intervals(boot: Bootstrap, comp: Comparisons) -> dict[str, Interval]
     low, high = hull(out["log_strength"].lower, out["log_strength"].upper, beta - half, beta + half)
     low, high = np.where(none, np.nan, low), np.where(none, np.nan, high)
     out["log_strength"] = Interval(low, high)
-    out["rating"] = Interval(np.exp(low), np.exp(high))
+    with np.errstate(over="ignore"):  # a log-strength past 709 is a rating of inf, as written
+        out["rating"] = Interval(np.exp(low), np.exp(high))
     e_low, e_high = _own_win_rate(beta, beta - half), _own_win_rate(beta, beta + half)
     ewr = out["expected_win_rate"]
     low, high = hull(ewr.lower, ewr.upper, e_low, e_high)
