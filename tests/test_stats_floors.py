@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -72,3 +73,17 @@ def test_fisher_covariance_is_the_inverse_numeric_hessian(prior: float) -> None:
     info = centre @ -numeric_hessian(beta, wins, prior) @ centre
     expected = np.linalg.inv(info + 1 / 5) - 1 / 5
     np.testing.assert_allclose(fisher_covariance(wins, beta, prior), expected, atol=2e-6)
+
+
+def test_strengths_far_apart_give_limits_not_overflow_warnings() -> None:
+    """A model that wins everything can sit hundreds of log-odds above the rest: the floors'
+    logistic terms must reach 0 and 1 quietly (pytest turns the overflow warning of
+    `1 / (1 + exp(-x))` into an error), and the covariance stay finite."""
+    from konkord.stats.floors import fisher_covariance
+
+    wins = np.array([[0.0, 3.0, 3.0], [0.0, 0.0, 2.0], [0.0, 1.0, 0.0]])
+    beta = np.array([800.0, -400.0, -400.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cov = fisher_covariance(wins, beta, prior=0.5)
+    assert np.all(np.isfinite(cov)) and np.allclose(cov, cov.T)

@@ -115,3 +115,13 @@ def test_computed_on_the_columns_equals_computed_on_the_records(log: EvidenceLog
                 assert cost_of(rows, judge, price) == cost_of(plain, judge, price)
             assert call_latencies(rows) == call_latencies(plain)
             assert positional(rows) == positional(plain)
+
+
+def test_rows_changed_in_place_are_read_from_themselves(log: EvidenceLog) -> None:
+    # load_verdicts' list remembers its rows' places in the table; changed in place, it must
+    # not answer for the rows it held before.
+    rows = load_verdicts(log, "j2")
+    kept = [row for row in rows if row.get("kind") == "verdict"]
+    rows[:] = kept
+    assert call_latencies(rows) == call_latencies([dict(row) for row in kept])
+    assert positional(rows) == positional([dict(row) for row in kept])

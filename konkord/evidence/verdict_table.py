@@ -78,12 +78,7 @@ class _Builder:
     def add(self, records: list[Record], chunk: bytes, start: int) -> None:
         """The records parsed from `chunk` (whole lines beginning at byte `start`), a field at
         a time (one pass in C per field rather than a Python loop per record)."""
-        lines = chunk.split(b"\n")
-        ends = np.cumsum([len(line) + 1 for line in lines]) + start
-        kept = np.array([bool(line.strip()) for line in lines], dtype=bool)
-        lengths = np.array([len(line) for line in lines], dtype=np.int64)
-        self.offsets.append((ends - lengths - 1)[kept])
-        self.lengths.append(lengths[kept])
+        self._add_offsets(records, chunk, start)
         codes = self.codes
         for name in CODED:
             values = _field(records, name)
@@ -112,6 +107,11 @@ class _Builder:
             self.texts[name].extend(values)
         for name in HASHES:
             values = _field(records, name)
+            if _all_short_ascii(values):  # the common case, converted by numpy at once
+                self.hashes[name].append(
+                    (np.array(values, dtype=np.bytes_), np.full(len(values), _HASH_HELD, np.int8))
+                )
+                continue
             kinds = [_hash_kind(v) for v in values]
             data = [
                 v.encode() if k == _HASH_HELD else b"" for v, k in zip(values, kinds, strict=True)
@@ -130,6 +130,26 @@ class _Builder:
                     {k: v for k, v in record.items() if k not in _KNOWN}
                 )
         self.count += len(records)
+
+    def _add_offsets(self, records: list[Record], chunk: bytes, start: int) -> None:
+        """Where each record's line is in the file: its newlines found by numpy; a chunk with
+        blank lines (their count differs from the records') is walked line by line."""
+        ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+        if chunk and not chunk.endswith(b"\n"):  # a last record that lost its newline
+            ends = np.append(ends, len(chunk))
+        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+        lengths = ends - starts
+        kept = lengths > 0
+        if int(kept.sum()) != len(records):  # whitespace-only lines: the exact, slow way
+            kept = np.array(
+                [
+                    bool(chunk[a:b].strip())
+                    for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+                ],
+                dtype=bool,
+            )
+        self.offsets.append(starts[kept] + start)
+        self.lengths.append(lengths[kept].astype(np.int64))
 
     def result(self, path: Path, torn: bool) -> VerdictTable:
         def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
@@ -177,6 +197,15 @@ def _hash_kind(value: Any) -> int:
     if type(value) is str and len(value) <= 64 and value.isascii() and "\0" not in value:
         return _HASH_HELD
     return _HASH_ELSEWHERE
+
+
+def _all_short_ascii(values: list[Any]) -> bool:
+    """Whether every value is a text of at most 64 ASCII characters without a NUL (which
+    numpy's byte strings would drop)."""
+    if not values or set(map(type, values)) != {str}:
+        return False
+    joined = "".join(values)
+    return joined.isascii() and "\0" not in joined and max(map(len, values)) <= 64
 
 
 def _field(records: list[Record], name: str) -> list[Any]:
@@ -268,8 +297,8 @@ class VerdictTable:
         return VerdictRow(self, index)
 
     def rows(self, indices: np.ndarray) -> list[Mapping[str, Any]]:
-        """The records at `indices`, in that order."""
-        return [VerdictRow(self, i) for i in indices.tolist()]
+        """The records at `indices`, in that order (a list that knows where they came from)."""
+        return RowList(self, indices)
 
     def get(self, index: int, name: str, default: Any = None) -> Any:
         """Field `name` of record `index`, as the record holds it."""
@@ -422,9 +451,40 @@ def rows_of_one_table(
 ) -> tuple[VerdictTable, np.ndarray] | None:
     """(table, row indices) when every record is a row of one table: the columns can then
     answer for them at once. None otherwise (plain dicts, or rows of several tables)."""
+    if type(records) is RowList and records.indices is not None:  # as the table made it
+        return records.table, records.indices
     if not records or type(records[0]) is not VerdictRow:
         return None
     table = records[0].table
     if not all(type(r) is VerdictRow and r.table is table for r in records):
         return None
     return table, np.fromiter((r.index for r in records), np.int64, len(records))  # type: ignore[attr-defined]
+
+
+class RowList(list[Mapping[str, Any]]):
+    """Rows of one table in a plain list, which remembers the table and the row indices so the
+    columns can answer for them without looking at each row."""
+
+    def __init__(self, table: VerdictTable, indices: np.ndarray) -> None:
+        super().__init__(VerdictRow(table, i) for i in indices.tolist())
+        self.table = table
+        self.indices: np.ndarray | None = indices
+
+
+def _forgetting(name: str) -> Any:
+    """A list method that, once it changes the list, lets go of the remembered indices."""
+    method = getattr(list, name)
+
+    def changed(self: RowList, *args: Any, **kwargs: Any) -> Any:
+        self.indices = None
+        return method(self, *args, **kwargs)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in (
+    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse",
+    "__setitem__", "__delitem__", "__iadd__", "__imul__",
+):  # fmt: skip
+    setattr(RowList, _name, _forgetting(_name))

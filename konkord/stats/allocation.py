@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import ndtr
+from scipy.special import expit, ndtr
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -37,7 +37,7 @@ def information(counts: FloatArray, estimate: FloatArray) -> FloatArray:
     """The Bradley-Terry information (M, M) of `counts[a, b]` comparisons (symmetric) at the
     fitted differences `estimate[a, b]` = beta_a - beta_b, made invertible by adding the
     all-ones matrix (differences are orthogonal to it, so their variances are unchanged)."""
-    p = 1.0 / (1.0 + np.exp(-estimate))
+    p = expit(estimate)
     w = counts * p * (1.0 - p)
     np.fill_diagonal(w, 0.0)
     m = counts.shape[0]
@@ -87,7 +87,7 @@ def allocate(
     d = np.zeros((window_pairs.shape[0], m))
     d[np.arange(window_pairs.shape[0]), window_pairs[:, 0]] = 1.0
     d[np.arange(window_pairs.shape[0]), window_pairs[:, 1]] = -1.0
-    p = 1.0 / (1.0 + np.exp(-estimate[window_pairs[:, 0], window_pairs[:, 1]]))
+    p = expit(estimate[window_pairs[:, 0], window_pairs[:, 1]])
     weight = p * (1.0 - p)
     given = np.zeros(window_pairs.shape[0], dtype=np.int64)
     tasks_free = np.asarray(room, dtype=np.int64)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtr, ndtri
+from scipy.special import bdtr, expit, ndtri
 
 from .bt import (
     Comparisons,
@@ -80,13 +80,13 @@ def fisher_covariance(wins: PairMatrix, beta: FloatArray, prior: float) -> Float
     """
     m = beta.size
     counts = wins + wins.T
-    p = 1.0 / (1.0 + np.exp(-(beta[:, None] - beta[None, :])))
+    p = expit(beta[:, None] - beta[None, :])
     w = counts * p * (1.0 - p)
     np.fill_diagonal(w, 0.0)
     info = np.diag(w.sum(axis=1)) - w
     if prior > 0.0:
         u = beta - beta.mean()
-        s = 1.0 / (1.0 + np.exp(-u))
+        s = expit(u)
         centre = np.eye(m) - np.full((m, m), 1.0 / m)
         info = info + centre @ np.diag(2.0 * prior * s * (1.0 - s)) @ centre
     cov: FloatArray = np.asarray(np.linalg.pinv(info, hermitian=True), dtype=np.float64)
@@ -162,7 +162,7 @@ def _take_opponents_into_account(
     In place, a block of tasks at a time: no array of the run's size beside `diff`."""
     m = beta.size
     middle = (beta[:, None] + beta[None, :]) / 2.0  # [a, b]
-    expect = 1.0 / (1.0 + np.exp(-(middle[:, :, None] - beta[None, None, :])))  # [a, b, c]
+    expect = expit(middle[:, :, None] - beta[None, None, :])  # [a, b, c]
     idx = np.arange(m)
     expect[idx, :, idx] = 0.5  # c = a: a itself, at the middle strength
     expect[:, idx, idx] = 0.5  # c = b
@@ -196,7 +196,8 @@ def floored_intervals(boot: Bootstrap, comp: Comparisons) -> dict[str, Interval]
     low, high = hull(out["log_strength"].lower, out["log_strength"].upper, beta - half, beta + half)
     low, high = np.where(none, np.nan, low), np.where(none, np.nan, high)
     out["log_strength"] = Interval(low, high)
-    out["rating"] = Interval(np.exp(low), np.exp(high))
+    with np.errstate(over="ignore"):  # a log-strength past 709 is a rating of inf, as written
+        out["rating"] = Interval(np.exp(low), np.exp(high))
     e_low, e_high = _own_win_rate(beta, beta - half), _own_win_rate(beta, beta + half)
     ewr = out["expected_win_rate"]
     low, high = hull(ewr.lower, ewr.upper, e_low, e_high)

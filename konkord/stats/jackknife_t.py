@@ -24,7 +24,7 @@ log-odds scale, where the error does not depend on how near the bound the estima
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import stdtrit
+from scipy.special import expit, stdtrit
 
 from .pairs import FloatArray
 
@@ -77,8 +77,8 @@ def jackknife_t_bounds(
     safe = np.where(inside, point, 0.5)
     centre = _logit(safe)
     logit_half = crit * jackknife_se(_logit(np.where(inside, jackknife, 0.5)), weight)
-    low_odds = 1.0 / (1.0 + np.exp(-(centre - logit_half)))
-    high_odds = 1.0 / (1.0 + np.exp(-(centre + logit_half)))
+    low_odds = expit(centre - logit_half)
+    high_odds = expit(centre + logit_half)
     lower = np.where(inside, low_odds, np.clip(lower, 0.0, 1.0))
     upper = np.where(inside, high_odds, np.clip(upper, 0.0, 1.0))
     return lower, upper

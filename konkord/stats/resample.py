@@ -162,7 +162,8 @@ class Bootstrap:
             ),
         }
         beta = out["log_strength"]
-        out["rating"] = Interval(np.exp(beta.lower), np.exp(beta.upper))
+        with np.errstate(over="ignore"):  # past 709: a rating of inf, as the file writes it
+            out["rating"] = Interval(np.exp(beta.lower), np.exp(beta.upper))
         # a model without comparisons has only the prior's estimate: no interval at all
         none = self.point.comparisons == 0
         if none.any():
