@@ -39,10 +39,11 @@ from konkord.providers.batch_format import (
 from konkord.providers.batch_resume import ResumedRequests, find_batch, open_batches
 from konkord.providers.batch_run import BatchRun, record_batch
 from konkord.providers.batch_spool import PendingRequest, Spool, Waiter
+from konkord.providers.budget import Hold
 from konkord.providers.calls import CallResult
 from konkord.providers.llm import ModelClient
 from konkord.providers.loading import env_float, load_litellm
-from konkord.providers.replies import Replies, Tagged
+from konkord.providers.replies import Replies, Tagged, settle
 
 T = TypeVar("T")
 
@@ -78,20 +79,24 @@ class BatchClient(ModelClient):
         self, model: str, messages: list[Message], settings: CallSettings, use_cache: bool = True
     ) -> CallResult:
         """One chat completion, answered by a batch (or by the cache, or an earlier batch)."""
-        replies: Replies[None] = Replies()
-        waiter = await self.send(replies, None, model, messages, settings, use_cache)
+        key = self.cache_key(model, messages, settings)
+        await self._resume_open_batches()
+        hit = self._answered(key, use_cache)
+        if hit is not None:
+            return hit
+        hold = await self._reserve(model, messages, settings)
+        future: asyncio.Future[CallResult] = asyncio.get_running_loop().create_future()
+        self._wait(key, model, messages, settings, future)
         # The request is on disk now; holding its text until the reply comes would keep a whole
         # run's prompts in memory.
         del messages
         try:
-            [(_, outcome)] = await replies.take()
+            result = await future
         except BaseException:
-            if waiter is not None:  # given up: its budget hold is released now
-                waiter.set_exception(asyncio.CancelledError())
+            settle(self.budget, hold, None)
             raise
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+        settle(self.budget, hold, result)
+        return result
 
     async def send(
         self,
@@ -101,39 +106,46 @@ class BatchClient(ModelClient):
         messages: list[Message],
         settings: CallSettings,
         use_cache: bool = True,
-    ) -> Tagged[T] | None:
+    ) -> None:
         """Ask without waiting: the reply lands in `replies` under `tag`. While it waits, what
-        is held is its key, the tag and its budget hold; its text is in the spool file.
-
-        Raises NotLaunched (the cap, Ctrl-C) for a call that is not sent. Returns the waiter,
-        or None for a reply already in (the cache, a batch an earlier process left open)."""
+        is held is its key, the tag and its budget hold (no coroutine); its text is in the
+        spool file. Raises NotLaunched (the cap, Ctrl-C) for a call that is not sent."""
         key = self.cache_key(model, messages, settings)
         await self._resume_open_batches()
-        replies.waiting += 1
-        if key in self.collected:
-            replies.put(tag, self.collected.pop(key))
-            return None
-        cache = self._response_cache()
-        if use_cache and cache is not None and (hit := cache.get(key)) is not None:
+        hit = self._answered(key, use_cache)
+        if hit is None:
+            hold = await self._reserve(model, messages, settings)
+            replies.budget = self.budget
+            self._wait(key, model, messages, settings, Tagged(replies, tag, hold))
+        else:
             replies.put(tag, hit)
-            return None
-        try:
-            if settings.top_logprobs:
-                raise KonkordError(
-                    "--batch: log-probabilities are not read from batches; run live"
-                )
-            hold = await self.budget.reserve(model, messages, settings) if self.budget else None
-        except BaseException:
-            replies.waiting -= 1
-            raise
-        replies.budget = self.budget
-        waiter = Tagged(replies, tag, hold)
+        replies.waiting += 1
+
+    def _answered(self, key: str, use_cache: bool) -> CallResult | None:
+        """A reply already in: from a batch an earlier process left open, or the cache."""
+        if key in self.collected:
+            return self.collected.pop(key)
+        cache = self._response_cache()
+        if use_cache and cache is not None:
+            return cache.get(key)
+        return None
+
+    async def _reserve(
+        self, model: str, messages: list[Message], settings: CallSettings
+    ) -> Hold | None:
+        if settings.top_logprobs:
+            raise KonkordError("--batch: log-probabilities are not read from batches; run live")
+        return await self.budget.reserve(model, messages, settings) if self.budget else None
+
+    def _wait(
+        self, key: str, model: str, messages: list[Message], settings: CallSettings, waiter: Waiter
+    ) -> None:
+        """Join the same request already waiting, or write this one to a spool."""
         waiting = self._waiting.get(key)
         if waiting is not None:
             waiting.waiters.append(waiter)
         else:
             self._enqueue(key, model, messages, settings, waiter)
-        return waiter
 
     def _route(self, model: str, api_base: str | None) -> Route:
         found = self._routes.get((model, api_base))

@@ -64,22 +64,28 @@ class Tagged(Generic[T]):
         replies = self._end()
         if replies is None:
             return
-        budget = replies.budget
-        if budget is not None and self.hold is not None:
-            paid = result.ok and not result.cached
-            budget.settle(
-                self.hold, result.cost_usd if paid else 0.0, (result.tokens_in or 0) if paid else None
-            )
+        settle(replies.budget, self.hold, result)
         replies.put(self.tag, result)
 
     def set_exception(self, exc: BaseException) -> None:
         replies = self._end()
         if replies is None:
             return
-        if replies.budget is not None and self.hold is not None:
-            replies.budget.settle(self.hold, None)
+        settle(replies.budget, self.hold, None)
         replies.put(self.tag, exc)
 
     def _end(self) -> Replies[T] | None:
         replies, self.replies = self.replies, None
         return replies
+
+
+def settle(budget: Budget | None, hold: Hold | None, result: CallResult | None) -> None:
+    """A call's budget hold released as its reply lands (at what it cost; a cached or failed
+    reply costs nothing), or as it is given up (None: the hold itself is counted)."""
+    if budget is None or hold is None:
+        return
+    if result is None:
+        budget.settle(hold, None)
+        return
+    paid = result.ok and not result.cached
+    budget.settle(hold, result.cost_usd if paid else 0.0, (result.tokens_in or 0) if paid else None)
