@@ -10,48 +10,43 @@ them back from its line in the file when asked, which no figure of the report do
 A row (`VerdictRow`) reads like the record it came from (a read-only mapping with the same keys
 and values), so code written for records works on rows; the hot paths (the latest record per
 key, freshness, combining orders, counting) work on the columns directly.
+
+This module builds the table while the log is parsed, a chunk at a time, and keeps one per
+process and version of the file; the table and its rows live in `verdict_rows.py`.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pydantic_core
 
 from konkord.evidence.log import EvidenceLog, ParsedStreams, Record
+from konkord.evidence.verdict_rows import (
+    ABSENT,
+    CODED,
+    FLAGS,
+    FLOATS,
+    FROM_FILE,
+    HASH_ABSENT,
+    HASH_ELSEWHERE,
+    HASH_HELD,
+    HASH_NULL,
+    HASHES,
+    INTS,
+    KNOWN,
+    MISSING,
+    NUMBER_STATES,
+    TEXTS,
+    RowList,
+    VerdictRow,
+    VerdictTable,
+    rows_of_one_table,
+)
 
-# Fields held as codes into the pool of distinct strings (null and absent have codes of their
-# own), as exact numbers, as flags, as references to shared text, or read back from the file.
-# Only fields whose type the log checks on reading (evidence/fields.py) are coded or held as
-# numbers; any other field a record has is kept as it was written.
-CODED = (
-    "task_id", "model_a", "model_b", "order", "judge", "frame_hash", "kind", "winner",
-    "position_winner", "answer_a_sha", "answer_b_sha", "finish_reason", "reason",
-    "confidence", "created_at",
-)  # fmt: skip
-INTS = ("tokens_in", "tokens_out")
-FLOATS = ("cost_usd", "latency_s")
-FLAGS = ("retried",)
-TEXTS = ("rationale", "detail")
-# Hashes distinct per record, held as bytes in one numpy array: as Python strings they would
-# each be an object made while the chunk's records were parsed, and a few of them per memory
-# arena keep the whole arena of freed records from going back to the system.
-HASHES = ("message_sha",)
-FROM_FILE = ("raw", "first_raw")
-HELD = (*CODED, *INTS, *FLOATS, *FLAGS, *TEXTS, *HASHES)
-_KNOWN = frozenset((*HELD, *FROM_FILE))
-
-ABSENT = 0  # the code of an absent field; None is code 1
-_MISSING = object()
-# A number's state: absent, null, or which Python type it was written as.
-_ABSENT_NUM, _NULL_NUM, _INT_NUM, _FLOAT_NUM = 0, 1, 2, 3
-_FLAG_VALUES = {0: _MISSING, 1: None, 2: False, 3: True}
-_STATES: dict[Any, int] = {_MISSING: _ABSENT_NUM, None: _NULL_NUM, int: _INT_NUM, float: _FLOAT_NUM}
+__all__ = ["TABLES", "RowList", "VerdictRow", "VerdictTable", "rows_of_one_table", "verdict_table"]
 
 
 class _Builder:
@@ -59,8 +54,8 @@ class _Builder:
     columns become numpy arrays at once, so no list of Python numbers outlives its chunk."""
 
     def __init__(self) -> None:
-        self.pool: list[Any] = [_MISSING, None]
-        self.codes: dict[Any, int] = {_MISSING: ABSENT, None: 1}
+        self.pool: list[Any] = [MISSING, None]
+        self.codes: dict[Any, int] = {MISSING: ABSENT, None: 1}
         self.coded: dict[str, list[np.ndarray]] = {name: [] for name in CODED}
         self.nums: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {
             name: [] for name in (*INTS, *FLOATS)
@@ -88,7 +83,7 @@ class _Builder:
             self.coded[name].append(np.fromiter(map(codes.__getitem__, values), np.int32))
         for name in (*INTS, *FLOATS):
             values = _field(records, name)
-            state = np.fromiter(map(_STATES.__getitem__, map(_state_key, values)), np.int8)
+            state = np.fromiter(map(NUMBER_STATES.__getitem__, map(_state_key, values)), np.int8)
             filled = [v if type(v) in (int, float) else 0 for v in values]
             kind = np.int64 if name in INTS else np.float64
             self.nums[name].append((np.array(filled, dtype=kind), state))
@@ -96,7 +91,7 @@ class _Builder:
             flags = _field(records, name)
             self.flags[name].append(
                 np.array(
-                    [0 if f is _MISSING else 1 if f is None else 3 if f else 2 for f in flags],
+                    [0 if f is MISSING else 1 if f is None else 3 if f else 2 for f in flags],
                     dtype=np.int8,
                 )
             )
@@ -109,25 +104,25 @@ class _Builder:
             values = _field(records, name)
             if _all_short_ascii(values):  # the common case, converted by numpy at once
                 self.hashes[name].append(
-                    (np.array(values, dtype=np.bytes_), np.full(len(values), _HASH_HELD, np.int8))
+                    (np.array(values, dtype=np.bytes_), np.full(len(values), HASH_HELD, np.int8))
                 )
                 continue
             kinds = [_hash_kind(v) for v in values]
             data = [
-                v.encode() if k == _HASH_HELD else b"" for v, k in zip(values, kinds, strict=True)
+                v.encode() if k == HASH_HELD else b"" for v, k in zip(values, kinds, strict=True)
             ]
             self.hashes[name].append(
                 (np.array(data or [b""])[: len(data)], np.array(kinds, np.int8))
             )
             for n, got in enumerate(kinds):
-                if got == _HASH_ELSEWHERE:  # not a short ASCII text: kept as written
+                if got == HASH_ELSEWHERE:  # not a short ASCII text: kept as written
                     self.extra.setdefault(self.count + n, {})[name] = values[n]
         for name in FROM_FILE:
             self.files[name].append(np.array([name in r for r in records], dtype=bool))
         for n, record in enumerate(records):
-            if not _KNOWN.issuperset(record):  # fields no column holds: kept as written
+            if not KNOWN.issuperset(record):  # fields no column holds: kept as written
                 self.extra.setdefault(self.count + n, {}).update(
-                    {k: v for k, v in record.items() if k not in _KNOWN}
+                    {k: v for k, v in record.items() if k not in KNOWN}
                 )
         self.count += len(records)
 
@@ -182,7 +177,6 @@ class _Builder:
         )
 
 
-_HASH_ABSENT, _HASH_NULL, _HASH_HELD, _HASH_ELSEWHERE = 0, 1, 2, 3
 # A judge that words its rationales from a few stock phrases (a simulated one does) repeats the
 # same text thousands of times: held once each. Past this many distinct texts they are taken
 # as they come (a model's own words rarely repeat, and the lookup would only cost memory).
@@ -190,13 +184,13 @@ _SAME_MAX = 50_000
 
 
 def _hash_kind(value: Any) -> int:
-    if value is _MISSING:
-        return _HASH_ABSENT
+    if value is MISSING:
+        return HASH_ABSENT
     if value is None:
-        return _HASH_NULL
+        return HASH_NULL
     if type(value) is str and len(value) <= 64 and value.isascii() and "\0" not in value:
-        return _HASH_HELD
-    return _HASH_ELSEWHERE
+        return HASH_HELD
+    return HASH_ELSEWHERE
 
 
 def _all_short_ascii(values: list[Any]) -> bool:
@@ -209,206 +203,14 @@ def _all_short_ascii(values: list[Any]) -> bool:
 
 
 def _field(records: list[Record], name: str) -> list[Any]:
-    """Field `name` of every record (`_MISSING` where absent), asked in C: no Python frame per
+    """Field `name` of every record (`MISSING` where absent), asked in C: no Python frame per
     record."""
     count = len(records)
-    return list(map(dict.get, records, repeat(name, count), repeat(_MISSING, count)))
+    return list(map(dict.get, records, repeat(name, count), repeat(MISSING, count)))
 
 
 def _state_key(value: Any) -> Any:
-    return value if value is _MISSING or value is None else type(value)
-
-
-class VerdictTable:
-    """Every record of a verdict log, in write order, as columns (see the module's note)."""
-
-    def __init__(
-        self,
-        path: Path,
-        pool: list[Any],
-        coded: dict[str, np.ndarray],
-        nums: dict[str, tuple[np.ndarray, np.ndarray]],
-        flags: dict[str, np.ndarray],
-        texts: dict[str, list[Any]],
-        hashes: dict[str, tuple[np.ndarray, np.ndarray]],
-        files: dict[str, np.ndarray],
-        extra: dict[int, Record],
-        offsets: np.ndarray,
-        lengths: np.ndarray,
-    ) -> None:
-        self.path = path
-        self.pool = pool
-        self.coded = coded
-        self.nums = nums
-        self.flags = flags
-        self.texts = texts
-        self.hashes = hashes
-        self.files = files
-        self.extra = extra
-        self.offsets = offsets
-        self.lengths = lengths
-        self._codes: dict[Any, int] | None = None
-        self._columns: dict[str, list[Any]] = {}
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    def code_of(self, value: Any) -> int:
-        """The pool code of a value; -1 when no record holds it."""
-        if self._codes is None:
-            self._codes = {v: i for i, v in enumerate(self.pool) if v is not _MISSING}
-        return self._codes.get(value, -1)
-
-    def get_code(self, code: int) -> Any:
-        """The value behind a pool code (None for null or absent)."""
-        value = self.pool[code]
-        return None if value is _MISSING else value
-
-    def column(self, name: str) -> list[Any]:
-        """A coded or text field of every record as a list (None where null or absent), made
-        once: references to the pooled values, 8 bytes a record, read at list speed."""
-        made = self._columns.get(name)
-        if made is None:
-            if name in self.texts:
-                made = [None if v is _MISSING else v for v in self.texts[name]]
-            elif name in self.hashes:
-                made = [self.get(i, name) for i in range(len(self))]
-            else:
-                pool = [None if v is _MISSING else v for v in self.pool]
-                made = [pool[c] for c in self.coded[name].tolist()]
-            self._columns[name] = made
-        return made
-
-    def number(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(values, present) of a number field at `rows`: present is False where the field is
-        null or absent (its value there is 0)."""
-        values, state = self.nums[name]
-        return values[rows], state[rows] >= _INT_NUM
-
-    def extra_at(self, rows: np.ndarray) -> dict[int, Record]:
-        """The fields kept as written (no column holds them) of the records at `rows`."""
-        if not self.extra:
-            return {}
-        wanted = set(rows.tolist())
-        return {i: rest for i, rest in self.extra.items() if i in wanted}
-
-    def row(self, index: int) -> VerdictRow:
-        """One record as a read-only mapping."""
-        return VerdictRow(self, index)
-
-    def rows(self, indices: np.ndarray) -> list[Mapping[str, Any]]:
-        """The records at `indices`, in that order (a list that knows where they came from)."""
-        return RowList(self, indices)
-
-    def get(self, index: int, name: str, default: Any = None) -> Any:
-        """Field `name` of record `index`, as the record holds it."""
-        column = self.coded.get(name)
-        if column is not None:
-            value = self.pool[column[index]]
-            return default if value is _MISSING else value
-        if name in self.texts:
-            value = self.texts[name][index]
-            return default if value is _MISSING else value
-        if name in self.hashes:
-            data, kinds = self.hashes[name]
-            kind = kinds[index]
-            if kind == _HASH_HELD:
-                return bytes(data[index]).decode()
-            if kind == _HASH_NULL:
-                return None
-            if kind == _HASH_ABSENT:
-                return default
-        if name in self.nums:
-            values, state = self.nums[name]
-            kind = state[index]
-            if kind == _ABSENT_NUM:
-                return default
-            if kind == _NULL_NUM:
-                return None
-            return int(values[index]) if kind == _INT_NUM else float(values[index])
-        if name in self.flags:
-            flag = _FLAG_VALUES[int(self.flags[name][index])]
-            return default if flag is _MISSING else flag
-        if name in self.files:
-            if not self.files[name][index]:
-                return default
-            return self.line(index).get(name, default)
-        extra = self.extra.get(index)
-        return default if extra is None else extra.get(name, default)
-
-    def has(self, index: int, name: str) -> bool:
-        """Whether record `index` has field `name` (null counts as present)."""
-        column = self.coded.get(name)
-        if column is not None:
-            return bool(column[index] != ABSENT)
-        if name in self.texts:
-            return self.texts[name][index] is not _MISSING
-        if name in self.hashes:
-            return bool(self.hashes[name][1][index] != _HASH_ABSENT)
-        if name in self.nums:
-            return bool(self.nums[name][1][index] != _ABSENT_NUM)
-        if name in self.flags:
-            return bool(self.flags[name][index] != 0)
-        if name in self.files:
-            return bool(self.files[name][index])
-        extra = self.extra.get(index)
-        return extra is not None and name in extra
-
-    def names(self, index: int) -> list[str]:
-        """The fields record `index` has, in the file's order (sorted)."""
-        held = [name for name in (*HELD, *FROM_FILE) if self.has(index, name)]
-        return sorted({*held, *self.extra.get(index, {})})
-
-    def line(self, index: int) -> Record:
-        """Record `index` read back whole from its line in the log."""
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            data = os.pread(fd, int(self.lengths[index]), int(self.offsets[index]))
-        finally:
-            os.close(fd)
-        parsed: Record = pydantic_core.from_json(data)
-        return parsed
-
-
-class VerdictRow(Mapping[str, Any]):
-    """One verdict record, read from its table's columns; equal to the record's dict."""
-
-    __slots__ = ("_index", "_table")
-
-    def __init__(self, table: VerdictTable, index: int) -> None:
-        self._table = table
-        self._index = index
-
-    @property
-    def table(self) -> VerdictTable:
-        """The table the row belongs to."""
-        return self._table
-
-    @property
-    def index(self) -> int:
-        """The row's place in its table (the record's place among the log's records)."""
-        return self._index
-
-    def __getitem__(self, name: str) -> Any:
-        value = self._table.get(self._index, name, _MISSING)
-        if value is _MISSING:
-            raise KeyError(name)
-        return value
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self._table.get(self._index, name, default)
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._table.has(self._index, name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table.names(self._index))
-
-    def __len__(self) -> int:
-        return len(self._table.names(self._index))
-
-    def __repr__(self) -> str:
-        return f"VerdictRow({dict(self)!r})"
+    return value if value is MISSING or value is None else type(value)
 
 
 # The tables made in this process, each kept until its log changes (as `log.PARSED` keeps
@@ -444,47 +246,3 @@ def _trim_heap() -> None:
         libc.malloc_trim(0)
     except (OSError, AttributeError, TypeError):
         pass  # not glibc: nothing to do
-
-
-def rows_of_one_table(
-    records: Sequence[Mapping[str, Any]],
-) -> tuple[VerdictTable, np.ndarray] | None:
-    """(table, row indices) when every record is a row of one table: the columns can then
-    answer for them at once. None otherwise (plain dicts, or rows of several tables)."""
-    if type(records) is RowList and records.indices is not None:  # as the table made it
-        return records.table, records.indices
-    if not records or type(records[0]) is not VerdictRow:
-        return None
-    table = records[0].table
-    if not all(type(r) is VerdictRow and r.table is table for r in records):
-        return None
-    return table, np.fromiter((r.index for r in records), np.int64, len(records))  # type: ignore[attr-defined]
-
-
-class RowList(list[Mapping[str, Any]]):
-    """Rows of one table in a plain list, which remembers the table and the row indices so the
-    columns can answer for them without looking at each row."""
-
-    def __init__(self, table: VerdictTable, indices: np.ndarray) -> None:
-        super().__init__(VerdictRow(table, i) for i in indices.tolist())
-        self.table = table
-        self.indices: np.ndarray | None = indices
-
-
-def _forgetting(name: str) -> Any:
-    """A list method that, once it changes the list, lets go of the remembered indices."""
-    method = getattr(list, name)
-
-    def changed(self: RowList, *args: Any, **kwargs: Any) -> Any:
-        self.indices = None
-        return method(self, *args, **kwargs)
-
-    changed.__name__ = name
-    return changed
-
-
-for _name in (
-    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse",
-    "__setitem__", "__delitem__", "__iadd__", "__imul__",
-):  # fmt: skip
-    setattr(RowList, _name, _forgetting(_name))
