@@ -36,6 +36,11 @@ class Replies(Generic[T]):
         self._ready.append((tag, outcome))
         self._landed.set()
 
+    @property
+    def ready(self) -> int:
+        """Replies landed and not taken yet."""
+        return len(self._ready)
+
     async def take(self, most: int | None = None) -> list[tuple[T, Outcome]]:
         """The replies landed so far, up to `most` (at least one: waits for it)."""
         while not self._ready:

@@ -27,10 +27,10 @@ from konkord.stages.judge.judge_send import Judged, VerdictWriter, judge_by_batc
 from konkord.stages.judge.judge_summary import JudgeSummary as JudgeSummary
 from konkord.stages.judge.judge_summary import JudgeTally as JudgeTally
 from konkord.stages.judge.judge_summary import summary_lines as summary_lines
-from konkord.stages.judge.judge_summary import tally_consistency
+from konkord.stages.judge.judge_summary import tally_combined
 from konkord.stages.judge.owed import (
     check_no_drift,
-    current_tallied,
+    current_combined,
     done_keys,
     failed_keys,
     judge_items,
@@ -185,7 +185,7 @@ async def _judge_pass(
         await judge_by_batch(spec, todo, client, settings, fhash, unparseable, writer)
     else:
         await judge_live(spec, todo, client, settings, fhash, unparseable, concurrency, writer)
-    current = current_tallied(spec, log, judges, fhash, items, sent)
+    current = current_combined(spec, log, judges, fhash, items, sent)
     for judge in judges:
-        tally_consistency(summary.tallies[judge], current[judge])
+        tally_combined(summary.tallies[judge], current[judge])
     return summary

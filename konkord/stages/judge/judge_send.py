@@ -135,7 +135,9 @@ async def judge_by_batch(
         del messages
         if index % SEND_SLICE == SEND_SLICE - 1:
             await asyncio.sleep(0)
-    while replies.waiting:
+    failure: BaseException | None = None
+    # After a batch fails, what has landed is still written; nothing more is waited for.
+    while replies.waiting and (failure is None or replies.ready):
         judged: list[Judged] = []
         # A slice at a time, each on disk before the next is read: a batch of 50,000 replies
         # lands at once, and its records built and encoded together would take hundreds of MB.
@@ -145,8 +147,9 @@ async def judge_by_batch(
                 if first is not None:
                     judged.append((item, reminder_not_sent(item, fhash, sha, first, outcome), [first]))
                 continue
-            if isinstance(outcome, BaseException):
-                raise outcome
+            if isinstance(outcome, BaseException):  # the batch failed: what landed is kept
+                failure = failure or outcome
+                continue
             if first is not None:
                 parsed = parse_first(first)
                 judged.append(
@@ -169,3 +172,5 @@ async def judge_by_batch(
                 judged.append((item, reminder_not_sent(item, fhash, sha, outcome, exc), [outcome]))
         writer.add(judged)
         await writer.drain()
+    if failure is not None:
+        raise failure

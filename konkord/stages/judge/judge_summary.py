@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from konkord.evidence.log import Record
-from konkord.evidence.verdicts import VerdictRecord, combine_verdicts
+from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, combine_verdicts
 
 
 @dataclass
@@ -81,7 +81,11 @@ class JudgeSummary:
 
 
 def tally_consistency(tally: JudgeTally, records: Sequence[VerdictRecord]) -> None:
-    combined = combine_verdicts(records)
+    tally_combined(tally, combine_verdicts(records))
+
+
+def tally_combined(tally: JudgeTally, combined: Iterable[CombinedVerdict]) -> None:
+    """Count complete, flipped and incomplete pairs (combined verdicts, read once)."""
     flips: Counter[tuple[str, str]] = Counter()
     complete: Counter[tuple[str, str]] = Counter()
     for verdict in combined:
