@@ -227,7 +227,7 @@ def _diagnostics(
 
     failures: dict[str, int] = {}
     kinds = _kinds(records)
-    for rec, kind in zip(records, kinds):
+    for rec, kind in zip(records, kinds, strict=True):
         if kind == "failure":
             reason = str(rec.get("reason"))
             failures[reason] = failures.get(reason, 0) + 1
