@@ -159,9 +159,9 @@ def test_a_stream_read_in_chunks_names_the_line_of_the_file_at_fault(
 ) -> None:
     # A log is parsed a chunk of whole lines at a time (never held whole); a chunk of 300
     # bytes puts line 37 many chunks in, and the message still counts lines in the file.
-    import konkord.evidence.log as evidence_log
+    import konkord.evidence.parse as evidence_parse
 
-    monkeypatch.setattr(evidence_log, "_CHUNK", 300)
+    monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 300)
     log = EvidenceLog(tmp_path)
     log.path("answers").write_text(_lines(60, bad))
     with pytest.raises(KonkordError) as caught:
@@ -172,9 +172,9 @@ def test_a_stream_read_in_chunks_names_the_line_of_the_file_at_fault(
 def test_a_stream_read_in_chunks_gives_every_record_once_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import konkord.evidence.log as evidence_log
+    import konkord.evidence.parse as evidence_parse
 
-    monkeypatch.setattr(evidence_log, "_CHUNK", 300)
+    monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 300)
     log = EvidenceLog(tmp_path)
     long_line = json.dumps(_answer("long", "m", "y" * 1000))  # longer than a chunk
     path = log.path("answers")

@@ -118,9 +118,9 @@ def folded(log: EvidenceLog, stream: str) -> list[dict[str, object]]:
 def test_a_folded_stream_gives_every_record_keeps_none_and_names_a_bad_line(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import konkord.evidence.log as evidence_log
+    import konkord.evidence.parse as evidence_parse
 
-    monkeypatch.setattr(evidence_log, "_CHUNK", 333)  # chunks cut records anywhere
+    monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 333)  # chunks cut records anywhere
     log = EvidenceLog(project / "runs" / "demo")
     records = [
         {"kind": "label", "task_id": f"t{i}", "model_a": "a", "model_b": "b",

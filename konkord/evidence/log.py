@@ -15,18 +15,29 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeVar
-
-import pydantic_core
+from typing import Any, BinaryIO, TypeVar
 
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import fsync_dir
-from konkord.evidence.fields import check_fields
+from konkord.evidence.parse import (
+    PARSED,
+    Collector,
+    ParsedStreams,
+    ReadResult,
+    Record,
+    RecordList,
+    parse_stream,
+    parses_as_record,
+)
 
-Record = dict[str, Any]
+__all__ = [
+    "PARSED", "STREAM_KEYS", "AsyncAppender", "Collector", "EvidenceLog", "Key",
+    "ParsedStreams", "ReadResult", "Record", "RecordList", "TornLineWarning", "encode_record",
+    "now_iso", "parse_stream", "record_key",
+]  # fmt: skip
+
 Key = tuple[Any, ...]
 
 STREAM_KEYS: dict[str, tuple[str, ...]] = {
@@ -48,14 +59,6 @@ class TornLineWarning(UserWarning):
     """A crash left half a record at the end of a log; it is ignored and repaired on next append."""
 
 
-@dataclass(frozen=True)
-class ReadResult:
-    """Records read from one stream, and whether its last line was torn."""
-
-    records: list[Record]
-    torn: bool
-
-
 def now_iso() -> str:
     """A UTC timestamp for records, to the second, so logs diff cleanly."""
     return datetime.now(UTC).replace(microsecond=0).isoformat()
@@ -74,14 +77,6 @@ def encode_record(record: Record) -> bytes:
     except UnicodeEncodeError:
         line = json.dumps(record, ensure_ascii=True, sort_keys=True).encode()
     return line + b"\n"
-
-
-def _parses_as_record(line: bytes) -> bool:
-    """Whether a line is a whole record (a JSON object cannot be cut and still parse)."""
-    try:
-        return isinstance(json.loads(line), dict)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return False
 
 
 class EvidenceLog:
@@ -142,7 +137,7 @@ class EvidenceLog:
         cut = start + cut_in_tail
         fragment = tail[cut_in_tail:]
         path = self.path(stream)
-        if _parses_as_record(fragment):
+        if parses_as_record(fragment):
             os.write(fd, b"\n")
             self.repairs.append(f"{path}: the last record had lost its newline; restored")
         else:
@@ -254,148 +249,6 @@ class EvidenceLog:
             if where is None or where(record):
                 out[record_key(stream, record)] = record
         return out
-
-
-class Collector(Protocol[T_co]):
-    """What a stream's records are gathered into as its chunks are parsed."""
-
-    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
-        """The records of `chunk`, whole lines beginning at byte `start` of the file."""
-
-    def result(self, path: Path, torn: bool) -> T_co:
-        """What the stream is, once every chunk was added."""
-        ...
-
-
-class RecordList:
-    """The plain collector: every record, in write order."""
-
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-
-    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
-        self.records.extend(records)
-
-    def result(self, path: Path, torn: bool) -> ReadResult:
-        return ReadResult(self.records, torn)
-
-
-def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) -> bool:
-    """The first `size` bytes of a stream parsed into `into`, read and parsed a chunk of whole
-    lines at a time (each chunk parsed as one JSON array, its newlines turned into commas): the
-    file is never held whole, so a 300 MB verdict log costs what is kept of its records and one
-    chunk, not its bytes twice over. A chunk that does not parse that way (a blank line, a bad
-    record) is read line by line, which names the line at fault. Returns whether the last line
-    was torn."""
-    lines_before = 0  # lines (blank ones too) in the chunks already parsed
-    start = 0  # where the next chunk begins in the file
-    rest = b""
-    left = size
-    while left > 0:
-        data = handle.read(min(_CHUNK, left))
-        if not data:
-            break
-        left -= len(data)
-        data = rest + data
-        end = data.rfind(b"\n") + 1
-        if end == 0 and left > 0:  # one line longer than a chunk: read on
-            rest = data
-            continue
-        chunk, rest = data[:end], data[end:]
-        into.add(_parse_chunk(path, chunk, lines_before), chunk, start)
-        lines_before += chunk.count(b"\n")
-        start += len(chunk)
-    torn = bool(rest.strip()) and not _parses_as_record(rest)
-    if rest.strip() and not torn:  # a whole record that lost its newline
-        into.add(_parse_chunk(path, rest + b"\n", lines_before), rest, start)
-    return torn
-
-
-def _parse_chunk(path: Path, chunk: bytes, lines_before: int) -> list[Record]:
-    """The records of a chunk of whole lines, the first `lines_before` lines into the file."""
-    parsed = _parse_array(_as_array(chunk)) if chunk.strip() else []
-    if parsed is None:  # blank lines, or a record that is not JSON
-        lines = [line for line in chunk.split(b"\n") if line.strip()]
-        parsed = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
-    if parsed is None or not all(isinstance(record, dict) for record in parsed):
-        _name_bad_line(path, chunk, lines_before)
-    wrong = check_fields(path.stem, parsed or [])
-    if wrong is not None:  # a hand edit: name its line (the index counts non-blank lines)
-        index, problem = wrong
-        numbers = [n for n, line in enumerate(chunk.split(b"\n"), start=1) if line.strip()]
-        raise KonkordError(
-            f"{path}:{lines_before + numbers[index]}: {problem}; was the evidence log edited "
-            "by hand? Restore it from git"
-        )
-    return parsed or []
-
-
-_COMMAS = bytes.maketrans(b"\n", b",")
-_CHUNK = 1 << 23
-
-
-def _as_array(body: bytes) -> bytes:
-    """`[line,line,...]` from `line\\nline\\n...`."""
-    return b"[" + body.rstrip(b"\n").translate(_COMMAS) + b"]"
-
-
-def _parse_array(data: bytes | bytearray) -> Any:
-    """One JSON array, by pydantic-core's parser where it can: about a third faster than
-    `json.loads`, and with cache_strings it keeps one copy of each short string (a judge's
-    name, a model's, a task id, an answer's hash: the same few thousand values repeated over
-    hundreds of thousands of verdicts), so the parsed records take about half the memory. Text
-    it refuses (a lone surrogate escape, kept in the evidence as \\u escapes) goes to
-    `json.loads`, which reads it as written; None if neither can."""
-    try:
-        return pydantic_core.from_json(data, cache_strings="all")
-    except ValueError:
-        pass
-    try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-
-
-def _name_bad_line(path: Path, content: bytes, lines_before: int = 0) -> None:
-    """Raise the error naming the first line of `content` (after `lines_before` lines of the
-    file) that is not a JSON record."""
-    lines = content.split(b"\n")[:-1]
-    number = lines_before + next(
-        (
-            n
-            for n, line in enumerate(lines, start=1)
-            if line.strip() and not _parses_as_record(line)
-        ),
-        len(lines) + 1,
-    )
-    raise KonkordError(
-        f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
-        "Restore it from git"
-    )
-
-
-class ParsedStreams:
-    """The streams parsed in this process, each kept with the version of the file it was
-    parsed from (device, inode, size, modification time in ns): an append changes the size,
-    a rewrite the inode or the time, so a changed file is parsed again."""
-
-    def __init__(self) -> None:
-        self._parsed: dict[str, tuple[tuple[int, ...], Any]] = {}
-
-    def get(self, path: Path, version: tuple[int, ...]) -> Any:
-        """The parse of `path` if it was made from this version of the file, else None."""
-        found = self._parsed.get(str(path.resolve()))
-        return found[1] if found is not None and found[0] == version else None
-
-    def put(self, path: Path, version: tuple[int, ...], parsed: Any) -> None:
-        self._parsed[str(path.resolve())] = (version, parsed)
-
-    def clear(self) -> None:
-        """Forget every parse (a long-lived process that wants the memory back)."""
-        self._parsed.clear()
-
-
-PARSED = ParsedStreams()
 
 
 class AsyncAppender:

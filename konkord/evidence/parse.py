@@ -1,0 +1,178 @@
+"""Reading an evidence stream: a chunk of whole lines at a time, each chunk parsed as one JSON
+array and handed to a collector (the plain list of records, or the verdict columns), and the
+parses kept per process until their file changes. Writing, locking and repair stay in `log.py`,
+which re-exports these names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol, TypeVar
+
+import pydantic_core
+
+from konkord.errors import KonkordError
+from konkord.evidence.fields import check_fields
+
+Record = dict[str, Any]
+T_co = TypeVar("T_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Records read from one stream, and whether its last line was torn."""
+
+    records: list[Record]
+    torn: bool
+
+
+def parses_as_record(line: bytes) -> bool:
+    """Whether a line is a whole record (a JSON object cannot be cut and still parse)."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
+
+class Collector(Protocol[T_co]):
+    """What a stream's records are gathered into as its chunks are parsed."""
+
+    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
+        """The records of `chunk`, whole lines beginning at byte `start` of the file."""
+
+    def result(self, path: Path, torn: bool) -> T_co:
+        """What the stream is, once every chunk was added."""
+        ...
+
+
+class RecordList:
+    """The plain collector: every record, in write order."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
+        self.records.extend(records)
+
+    def result(self, path: Path, torn: bool) -> ReadResult:
+        return ReadResult(self.records, torn)
+
+
+def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) -> bool:
+    """The first `size` bytes of a stream parsed into `into`, read and parsed a chunk of whole
+    lines at a time (each chunk parsed as one JSON array, its newlines turned into commas): the
+    file is never held whole, so a 300 MB verdict log costs what is kept of its records and one
+    chunk, not its bytes twice over. A chunk that does not parse that way (a blank line, a bad
+    record) is read line by line, which names the line at fault. Returns whether the last line
+    was torn."""
+    lines_before = 0  # lines (blank ones too) in the chunks already parsed
+    start = 0  # where the next chunk begins in the file
+    rest = b""
+    left = size
+    while left > 0:
+        data = handle.read(min(CHUNK_BYTES, left))
+        if not data:
+            break
+        left -= len(data)
+        data = rest + data
+        end = data.rfind(b"\n") + 1
+        if end == 0 and left > 0:  # one line longer than a chunk: read on
+            rest = data
+            continue
+        chunk, rest = data[:end], data[end:]
+        into.add(_parse_chunk(path, chunk, lines_before), chunk, start)
+        lines_before += chunk.count(b"\n")
+        start += len(chunk)
+    torn = bool(rest.strip()) and not parses_as_record(rest)
+    if rest.strip() and not torn:  # a whole record that lost its newline
+        into.add(_parse_chunk(path, rest + b"\n", lines_before), rest, start)
+    return torn
+
+
+def _parse_chunk(path: Path, chunk: bytes, lines_before: int) -> list[Record]:
+    """The records of a chunk of whole lines, the first `lines_before` lines into the file."""
+    parsed = _parse_array(_as_array(chunk)) if chunk.strip() else []
+    if parsed is None:  # blank lines, or a record that is not JSON
+        lines = [line for line in chunk.split(b"\n") if line.strip()]
+        parsed = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
+    if parsed is None or not all(isinstance(record, dict) for record in parsed):
+        _name_bad_line(path, chunk, lines_before)
+    wrong = check_fields(path.stem, parsed or [])
+    if wrong is not None:  # a hand edit: name its line (the index counts non-blank lines)
+        index, problem = wrong
+        numbers = [n for n, line in enumerate(chunk.split(b"\n"), start=1) if line.strip()]
+        raise KonkordError(
+            f"{path}:{lines_before + numbers[index]}: {problem}; was the evidence log edited "
+            "by hand? Restore it from git"
+        )
+    return parsed or []
+
+
+_COMMAS = bytes.maketrans(b"\n", b",")
+CHUNK_BYTES = 1 << 23  # bytes read and parsed at a time (tests make it small)
+
+
+def _as_array(body: bytes) -> bytes:
+    """`[line,line,...]` from `line\\nline\\n...`."""
+    return b"[" + body.rstrip(b"\n").translate(_COMMAS) + b"]"
+
+
+def _parse_array(data: bytes | bytearray) -> Any:
+    """One JSON array, by pydantic-core's parser where it can: about a third faster than
+    `json.loads`, and with cache_strings it keeps one copy of each short string (a judge's
+    name, a model's, a task id, an answer's hash: the same few thousand values repeated over
+    hundreds of thousands of verdicts), so the parsed records take about half the memory. Text
+    it refuses (a lone surrogate escape, kept in the evidence as \\u escapes) goes to
+    `json.loads`, which reads it as written; None if neither can."""
+    try:
+        return pydantic_core.from_json(data, cache_strings="all")
+    except ValueError:
+        pass
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _name_bad_line(path: Path, content: bytes, lines_before: int = 0) -> None:
+    """Raise the error naming the first line of `content` (after `lines_before` lines of the
+    file) that is not a JSON record."""
+    lines = content.split(b"\n")[:-1]
+    number = lines_before + next(
+        (
+            n
+            for n, line in enumerate(lines, start=1)
+            if line.strip() and not parses_as_record(line)
+        ),
+        len(lines) + 1,
+    )
+    raise KonkordError(
+        f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
+        "Restore it from git"
+    )
+
+
+class ParsedStreams:
+    """The streams parsed in this process, each kept with the version of the file it was
+    parsed from (device, inode, size, modification time in ns): an append changes the size,
+    a rewrite the inode or the time, so a changed file is parsed again."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, tuple[tuple[int, ...], Any]] = {}
+
+    def get(self, path: Path, version: tuple[int, ...]) -> Any:
+        """The parse of `path` if it was made from this version of the file, else None."""
+        found = self._parsed.get(str(path.resolve()))
+        return found[1] if found is not None and found[0] == version else None
+
+    def put(self, path: Path, version: tuple[int, ...], parsed: Any) -> None:
+        self._parsed[str(path.resolve())] = (version, parsed)
+
+    def clear(self) -> None:
+        """Forget every parse (a long-lived process that wants the memory back)."""
+        self._parsed.clear()
+
+
+PARSED = ParsedStreams()
