@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from konkord.results.schema import (
     AnswerView,
     BootstrapInfo,
@@ -587,6 +589,16 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's: the browser tests skip without it
+# every site browser test: marked, and skipped with its reason where chromium is missing
+BROWSER_MARKS = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
+    ),
+]
 
 
 @contextlib.contextmanager

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
-from fixtures_site import open_page, serving_demo_copy
+from fixtures_site import BROWSER_MARKS, open_page, serving_demo_copy
 
 from konkord.configuration.display_names import renamed
 from konkord.configuration.runs_config import load_runs
@@ -18,16 +17,10 @@ from konkord.results.judges_table import judge_table
 from konkord.results.schema import Results, read_results
 from konkord.site.formatting import justified_digits
 
-CHROMIUM = Path("/usr/bin/chromium")
 RUN = "demo-python-codegen"
 # links name index.html explicitly where the site is made to open from file:// too
 JUDGES_PAGE = re.compile(rf"/{RUN}/judges/(index\.html)?$")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")

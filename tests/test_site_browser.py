@@ -11,18 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_site import HOSTILE_ANSWERS, build_standard_site
+from fixtures_site import BROWSER_MARKS, HOSTILE_ANSWERS, build_standard_site
 
 from konkord.results.schema import Results
 from konkord.site.environment import REVEAL_JS
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -10,17 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_site import build_standard_site
+from fixtures_site import BROWSER_MARKS, build_standard_site
 
 from konkord.results.schema import Results
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = BROWSER_MARKS
 WIDTHS = {"laptop": 1280, "phone": 390}
 # What the reader clicks, from the front page through every page type of a run down to one
 # pair of answers side by side, then to the site's own pages.

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from fixtures_site import serving_demo_copy
+from fixtures_site import BROWSER_MARKS, serving_demo_copy
 
-CHROMIUM = Path("/usr/bin/chromium")
 RUN, CASCADE_RUN = "demo-python-codegen", "demo-support-replies"
 PAGES = {
     "index": "index.html",
@@ -26,12 +25,7 @@ PAGES = {
     "cascade-calibration": f"{CASCADE_RUN}/calibration/index.html",
 }
 WIDTHS = (1280, 390)
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")

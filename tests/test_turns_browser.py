@@ -13,20 +13,14 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from fixtures_site import build_project_site, open_page, serving
+from fixtures_site import BROWSER_MARKS, build_project_site, open_page, serving
 
 from konkord.results.base import Interval
 from konkord.site.formatting import fmt_interval
 
-CHROMIUM = Path("/usr/bin/chromium")
 SIM = re.compile(r"sim/(\w+):strength=[-\d.]+")
 RUN = "demo-conversations"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture(scope="module")
