@@ -104,18 +104,27 @@ def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> 
     from konkord.stages.decisions_cost import cost_of_rows
 
     records = list(records)
-    tally = cost_of_rows(records, price, who.startswith(SIMULATED))
-    if tally is not None:
-        calls, tokens_in, tokens_out, known, unknown, tallied = tally
-        return CostFigure(
-            calls=calls,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=None if unknown or not calls else round(known, 6),
-            known_cost_usd=round(known, 6),
-            unknown_calls=unknown,
-            median_latency_s=round(statistics.median(tallied), 4) if tallied else None,
-        )
+    tally = cost_of_rows(records, price, who.startswith(SIMULATED))  # rows of one table: columns
+    if tally is None:
+        tally = _cost_of_records(records, who, price)
+    calls, tokens_in, tokens_out, known, unknown, latencies = tally
+    return CostFigure(
+        calls=calls,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        # nothing recorded (an import without answers) is unknown, not free
+        cost_usd=None if unknown or not calls else round(known, 6),
+        known_cost_usd=round(known, 6),
+        unknown_calls=unknown,
+        median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
+    )
+
+
+def _cost_of_records(
+    records: list[VerdictRecord], who: str, price: Price | None
+) -> tuple[int, int, int, float, int, list[float]]:
+    """(calls, tokens in, tokens out, known dollars, calls of unknown cost, latencies) of plain
+    records, one at a time: what `cost_of_rows` gives from the columns."""
     calls = tokens_in = tokens_out = unknown = 0
     known = 0.0
     latencies: list[float] = []
@@ -132,16 +141,7 @@ def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> 
             known += dollars
         if record.get("latency_s") is not None:
             latencies.append(float(record["latency_s"]))
-    return CostFigure(
-        calls=calls,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        # nothing recorded (an import without answers) is unknown, not free
-        cost_usd=None if unknown or not calls else round(known, 6),
-        known_cost_usd=round(known, 6),
-        unknown_calls=unknown,
-        median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
-    )
+    return calls, tokens_in, tokens_out, known, unknown, latencies
 
 
 @dataclass(frozen=True, slots=True)
