@@ -45,7 +45,8 @@ from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stages.report.report_style import answer_features, style_block
-from konkord.stages.report.report_views import cost_line, pass_rates_block, task_views
+from konkord.stages.report.report_tasks import task_data
+from konkord.stages.report.report_views import cost_line, pass_rates_block
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -120,7 +121,7 @@ def _anchored(
 def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.Results:
     """Compute everything the site needs for one run, its tasks held in memory."""
     summary, tasks = report_parts(spec, options)
-    summary.tasks = list(tasks)
+    summary.tasks = [task if isinstance(task, R.TaskView) else task.view() for task in tasks]
     return summary
 
 
@@ -137,8 +138,9 @@ def write_report(
 
 def report_parts(
     spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS
-) -> tuple[R.Results, Iterator[R.TaskView]]:
-    """The results without their tasks, and the tasks to be made one at a time."""
+) -> tuple[R.Results, Iterator[R.TaskView | R.TaskData]]:
+    """The results without their tasks, and the tasks to be made one at a time (as plain data,
+    or as models where a cascade marks its comparisons on them)."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
@@ -203,9 +205,10 @@ def report_parts(
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records, spec.prices.get(judge)))
     suite = spec.suite
-    tasks = task_views(spec, answers, combined_by_judge, labels, checks, features)
-    if cascade is not None:
-        tasks = mark_comparisons(tasks, cascade)
+    data = task_data(spec, answers, combined_by_judge, labels, checks, features)
+    tasks: Iterator[R.TaskView | R.TaskData] = (
+        data if cascade is None else mark_comparisons((task.view() for task in data), cascade)
+    )
     summary = R.Results(
         konkord_version=__version__,
         run=spec.name,
