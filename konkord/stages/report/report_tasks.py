@@ -58,7 +58,18 @@ def task_data(
     for judge, combined in combined_by_judge.items():
         for c in combined:
             by_task.setdefault(c.task_id, []).append((judge, c))
-    orders = _OrderViews()
+    from konkord.evidence.verdict_table import VerdictRow
+
+    # A row of the log's columns is read from them directly, at list speed (380,000 order
+    # verdicts at 20 models x 1,000 tasks): its table's columns are taken once, and the loop
+    # below stays inline (a call per order verdict cost a fifth of writing the tasks).
+    table = None
+    position_winners: list[Any] = []
+    winners: list[Any] = []
+    rationales: list[Any] = []
+    kinds: list[Any] = []
+    reasons: list[Any] = []
+    details: list[Any] = []
     for task in spec.suite.judged_tasks():
         answer_views = [
             _answer_view(task.id, model, task.checks, answer, checks, features)
@@ -73,10 +84,30 @@ def task_data(
             else:
                 ab, ba = pair.get("ab"), pair.get("ba")
             shown = []
-            if ab is not None:
-                shown.append(orders.view("ab", c.model_a, ab))
-            if ba is not None:
-                shown.append(orders.view("ba", c.model_b, ba))
+            for order, first, verdict in (("ab", c.model_a, ab), ("ba", c.model_b, ba)):
+                if verdict is None:
+                    continue
+                if type(verdict) is not VerdictRow:
+                    shown.append(_order_view(order, first, verdict))
+                    continue
+                if verdict.table is not table:
+                    table = verdict.table
+                    position_winners, winners, rationales, kinds, reasons, details = (
+                        table.column(name) for name in _VIEW_FIELDS
+                    )
+                i = verdict.index
+                shown.append(
+                    {
+                        "order": order,
+                        "shown_first": first,
+                        "position_winner": position_winners[i],
+                        "winner": winners[i],
+                        "rationale": rationales[i],
+                        "failure": None
+                        if kinds[i] == "verdict"
+                        else _failure(reasons[i], details[i]),
+                    }
+                )
             comparisons.append(
                 {
                     "judge": judge,
@@ -146,43 +177,22 @@ def _float(value: Any) -> float | None:
 _VIEW_FIELDS = ("position_winner", "winner", "rationale", "kind", "reason", "detail")
 
 
-class _OrderViews:
-    """Each order's verdict as `OrderVerdict` holds it. A row of the log's columns is read from
-    them directly, at list speed (380,000 records at 20 models x 1,000 tasks): each table's
-    columns are taken once and kept here."""
+def _order_view(order: str, shown_first: str, verdict: VerdictRecord) -> dict[str, Any]:
+    """One order's verdict as `OrderVerdict` holds it, from a record."""
+    kind, reason, detail = verdict.get("kind"), verdict.get("reason"), verdict.get("detail")
+    return {
+        "order": order,
+        "shown_first": shown_first,
+        "position_winner": verdict.get("position_winner"),
+        "winner": verdict.get("winner"),
+        "rationale": verdict.get("rationale"),
+        "failure": None if kind == "verdict" else _failure(reason, detail),
+    }
 
-    def __init__(self) -> None:
-        self.columns: dict[int, tuple[list[Any], ...]] = {}
 
-    def view(self, order: str, shown_first: str, verdict: VerdictRecord) -> dict[str, Any]:
-        from konkord.evidence.verdict_table import VerdictRow
-
-        if type(verdict) is VerdictRow:
-            table, index = verdict.table, verdict.index
-            lists = self.columns.get(id(table))
-            if lists is None:
-                lists = self.columns[id(table)] = tuple(table.column(name) for name in _VIEW_FIELDS)
-            a, b, c, d, e, f = lists
-            position_winner, winner, rationale, kind, reason, detail = (
-                a[index],
-                b[index],
-                c[index],
-                d[index],
-                e[index],
-                f[index],
-            )
-        else:
-            position_winner, winner, rationale, kind, reason, detail = (
-                verdict.get(name) for name in _VIEW_FIELDS
-            )
-        return {
-            "order": order,
-            "shown_first": shown_first,
-            "position_winner": position_winner,
-            "winner": winner,
-            "rationale": rationale,
-            "failure": None if kind == "verdict" else f"{reason}: {detail or ''}".strip(": "),
-        }
+def _failure(reason: Any, detail: Any) -> str:
+    """Why an order has no verdict, as the task page shows it."""
+    return f"{reason}: {detail or ''}".strip(": ")
 
 
 def _conversation(
