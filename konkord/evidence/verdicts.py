@@ -184,7 +184,9 @@ def combine_verdicts(records: Iterable[VerdictRecord]) -> list[CombinedVerdict]:
     """Combine the two orders of every (task, pair, judge) into one verdict, sorted by key."""
     from konkord.evidence.verdict_table import rows_of_one_table
 
-    records = list(records)
+    # A list is taken as it is: a list of the log's rows remembers their places in its table,
+    # so the columns answer without a look at each row.
+    records = records if isinstance(records, list) else list(records)
     found = rows_of_one_table(records)
     if found is not None:
         return _combine_rows(found[0], found[1], records)

@@ -111,7 +111,8 @@ def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> 
     """The cost of `who`'s records; a sampled first-pass record counts one call per sample."""
     from konkord.stages.decisions_cost import cost_of_rows
 
-    records = list(records)
+    # A list is taken as it is: a list of the log's rows remembers their places in its table.
+    records = records if isinstance(records, list) else list(records)
     tally = cost_of_rows(records, price, who.startswith(SIMULATED))  # rows of one table: columns
     if tally is None:
         tally = _cost_of_records(records, who, price)
