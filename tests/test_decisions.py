@@ -84,6 +84,14 @@ def test_the_view_names_the_cascade_and_says_who_decided_each_pair() -> None:
     assert view.agreement("f -> s at 0.8") == (2, 2)
     assert view.agreement("s") == (1, 2)
     assert view.agreement("f") == (1, 2)
+    # A judge's own route: one decision per combined verdict, as a read-only mapping.
+    alone = view.judge("s").decisions
+    assert len(alone) == 2 and ("t1", "a", "b") in alone and ("t1", "b", "a") not in alone
+    assert {k: (d.winner, d.decided_by) for k, d in alone.items()} == {
+        ("t1", "a", "b"): ("b", "s"),
+        ("t2", "a", "b"): ("b", "s"),
+    }
+    assert alone[("t2", "a", "b")].orders["ba"] == strong[3]
     assert view.routes["people"].kind == "people" and len(view.labels) == 2
 
 

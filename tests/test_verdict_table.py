@@ -125,3 +125,20 @@ def test_rows_changed_in_place_are_read_from_themselves(log: EvidenceLog) -> Non
     rows[:] = kept
     assert call_latencies(rows) == call_latencies([dict(row) for row in kept])
     assert positional(rows) == positional([dict(row) for row in kept])
+
+
+def test_a_chunk_with_every_number_present_keeps_each_numbers_type(tmp_path: Path) -> None:
+    # Every record has every number (the common case, converted by numpy at once): a whole
+    # number stays an int and a float a float, ints and floats mixed in one field.
+    records = _records(4)
+    for n, record in enumerate(records):
+        record |= {"tokens_in": n, "tokens_out": 2 * n, "latency_s": 1.5 if n % 2 else 2}
+        record["cost_usd"] = [0, 0.25, 3, 0.0][n % 4]
+    log = EvidenceLog(tmp_path)
+    log.path("verdicts").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    table = verdict_table(log)
+    for index, record in enumerate(log.records("verdicts")):
+        row = table.row(index)
+        assert dict(row) == record
+        for name in ("tokens_in", "tokens_out", "cost_usd", "latency_s"):
+            assert type(row[name]) is type(record[name]), name

@@ -112,9 +112,7 @@ def has_url_credentials(url: str | None) -> bool:
     return bool(url) and strip_url_credentials(str(url)) != url
 
 
-def redact(
-    text: str, key_shapes: bool = True, secrets: list[tuple[str, str]] | None = None
-) -> str:
+def redact(text: str, key_shapes: bool = True, secrets: list[tuple[str, str]] | None = None) -> str:
     """Remove credentials from text that will be stored or shown.
 
     The values of secret-looking environment variables (and credentials stripped from URLs)

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
-from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.suite import parse_located
+from konkord.configuration.validated import ApiBase
 from konkord.configuration.yamlpos import load_json
 from konkord.errors import KonkordError
 
@@ -29,18 +29,10 @@ class Deployment(BaseModel):
 
     name: str = Field(min_length=1)
     model: str | None = None  # the litellm model name here (default: the model it serves)
-    api_base: str | None = None
+    api_base: ApiBase = None
     api_key_env: str | None = None  # the environment variable holding this deployment's key
     rpm: int | None = Field(default=None, gt=0, le=10**9)
     tpm: int | None = Field(default=None, gt=0, le=10**12)
-
-    @field_validator("api_base")
-    @classmethod
-    def _no_credentials(cls, value: str | None) -> str | None:
-        problem = url_credentials_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -20,8 +20,20 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 # Free text written by a model, a judge or a person: shown exactly as recorded, never renamed.
 _VERBATIM = frozenset(
-    {"rationale", "rationale_ab", "rationale_ba", "raw", "first_raw", "system_prompt", "rubric",
-     "context", "error", "output", "detail", "prompt"}
+    {
+        "rationale",
+        "rationale_ab",
+        "rationale_ba",
+        "raw",
+        "first_raw",
+        "system_prompt",
+        "rubric",
+        "context",
+        "error",
+        "output",
+        "detail",
+        "prompt",
+    }
 )
 # Sentences Konkord wrote about models and judges: their specs are replaced inside the text.
 _PROSE = frozenset(

@@ -246,7 +246,9 @@ def parse_verdict(text: str | None) -> ParsedVerdict:
             run = marker.group(1)
             if fence is None:
                 fence = run
-            elif run[0] == fence[0] and len(run) >= len(fence) and not folded[marker.end():].strip():
+            elif (
+                run[0] == fence[0] and len(run) >= len(fence) and not folded[marker.end() :].strip()
+            ):
                 fence = None
             continue
         if fence is not None:

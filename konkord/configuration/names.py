@@ -13,4 +13,4 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 def slug_problem(value: str) -> str:
     """Why a string is not a slug, in the words STYLE.md uses."""
-    return f'"{value}" is not a slug (use lower case, digits, \'-\', \'_\' or \'.\')'
+    return f"\"{value}\" is not a slug (use lower case, digits, '-', '_' or '.')"

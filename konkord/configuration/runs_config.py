@@ -16,12 +16,12 @@ from pydantic import (
     model_validator,
 )
 
-from konkord.configuration.credentials import url_credentials_problem
 from konkord.configuration.deployments import Deployment
 from konkord.configuration.limits import MAX_TOKENS_LIMIT, SEED_LIMIT, TEMPERATURE_LIMIT
 from konkord.configuration.names import SLUG, slug_problem
 from konkord.configuration.pair_design import PairDesign, parse_design
 from konkord.configuration.suite import parse_located
+from konkord.configuration.validated import ApiBase
 from konkord.configuration.yamlpos import Loc, describe_loc, load_json
 from konkord.errors import SuiteError
 from konkord.evidence.paths import file_problem
@@ -117,7 +117,9 @@ def _spec_of(value: Any) -> Any:
     if isinstance(value, dict):
         unknown = sorted(set(value) - {"model", "name"})
         if unknown:
-            raise ValueError(f'unknown key "{unknown[0]}" (a model is {{"model": ..., "name": ...}})')
+            raise ValueError(
+                f'unknown key "{unknown[0]}" (a model is {{"model": ..., "name": ...}})'
+            )
         if not isinstance(value.get("model"), str):
             raise ValueError('needs "model": the full name litellm calls, e.g. openai/gpt-4o')
         return value["model"]
@@ -142,7 +144,7 @@ class RunEntry(BaseModel):
     results: str | None = None
     prices: dict[str, Price] = {}
     generation: Generation = Generation()
-    api_base: str | None = None
+    api_base: ApiBase = None
     cascade: Cascade | None = None
     # Style control (the ranking with length and formatting taken out) is on unless switched off.
     style_control: bool = True
@@ -194,14 +196,6 @@ class RunEntry(BaseModel):
             raise ValueError(slug_problem(value))
         return value
 
-    @field_validator("api_base")
-    @classmethod
-    def _no_credentials(cls, value: str | None) -> str | None:
-        problem = url_credentials_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
     @field_validator("suite")
     @classmethod
     def _suite(cls, value: str) -> str:
@@ -239,15 +233,21 @@ class RunEntry(BaseModel):
         listed = {*self.models, *self.judges, *first_pass}
         for spec, name in self.names.items():
             if spec not in listed:
-                out.append((("names", spec), f'"{spec}" is neither a model nor a judge of this run'))
+                out.append(
+                    (("names", spec), f'"{spec}" is neither a model nor a judge of this run')
+                )
             elif name in listed and name != spec:
-                out.append((("names", spec), f'"{name}" is the full name of another model or judge'))
+                out.append(
+                    (("names", spec), f'"{name}" is the full name of another model or judge')
+                )
         if isinstance(self.deployments, dict):
             for model in self.deployments:
                 if model not in (*self.models, *self.judges, *first_pass):
                     out.append(
-                        (("deployments", model),
-                         f'"{model}" is neither a model nor a judge of this run')
+                        (
+                            ("deployments", model),
+                            f'"{model}" is neither a model nor a judge of this run',
+                        )
                     )
         for model in self.prices:
             if model not in self.models and model not in self.judges and model not in first_pass:
@@ -259,7 +259,7 @@ class RunEntry(BaseModel):
     def _cascade_problems(self, cascade: Cascade) -> list[tuple[Loc, str]]:
         strong = cascade.strong_judge(self.judges)
         if strong is None:
-            return [(("cascade",), "needs a strong judge: list one in \"judges\"")]
+            return [(("cascade",), 'needs a strong judge: list one in "judges"')]
         if strong not in self.judges:
             return [(("cascade", "strong"), f'"{strong}" is not one of this run\'s judges')]
         if cascade.first_pass == strong:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from konkord.configuration.names import SLUG, slug_problem
 from konkord.configuration.turns import Turn, check_turns, turn_fields, turn_like_id_problem
+from konkord.configuration.validated import NonEmptyText
 from konkord.configuration.yamlpos import KIND_WORDS, Loc, Located, describe_loc, load_yaml, no_gc
 from konkord.errors import SuiteError
 
@@ -48,7 +49,7 @@ class Task(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
-    prompt: str
+    prompt: NonEmptyText
     reference: str | None = None
     checks: tuple[str, ...] = ()
     tests: str | None = Field(
@@ -82,19 +83,14 @@ class Task(BaseModel):
             raise ValueError(slug_problem(value))
         return value
 
-    @field_validator("prompt")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
-
     @field_validator("checks")
     @classmethod
     def _known_checks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
             if name not in KNOWN_CHECKS:
-                raise ValueError(f'has an unknown check "{name}" (valid: {", ".join(KNOWN_CHECKS)})')
+                raise ValueError(
+                    f'has an unknown check "{name}" (valid: {", ".join(KNOWN_CHECKS)})'
+                )
         return value
 
     @model_validator(mode="after")
@@ -269,7 +265,11 @@ def _error_text(error: Any, model: type[BaseModel]) -> str:
     if kind in bounds:
         words, key = bounds[kind]
         return f"{words} {ctx.get(key)}"
-    parsing = {"int_parsing": "a whole number", "float_parsing": "a number", "bool_parsing": "true or false"}
+    parsing = {
+        "int_parsing": "a whole number",
+        "float_parsing": "a number",
+        "bool_parsing": "true or false",
+    }
     if kind in parsing:
         got = type(error.get("input")).__name__
         return f"should be {parsing[kind]}, not {KIND_WORDS.get(got, got)}"
@@ -386,4 +386,3 @@ def tests_problems(path: Path | str, suite: Suite) -> list[str]:
                 line += exc.lineno
             problems.append(f"{path}:{line}: {describe_loc(loc)} do not compile: {exc.msg}")
     return problems
-

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from konkord.configuration.validated import NonEmptyText
 from konkord.configuration.yamlpos import KIND_WORDS, Located
 from konkord.errors import SuiteError
 
@@ -42,7 +43,9 @@ def check_turns(path: Path, located: Located) -> None:
             if not isinstance(text, str):
                 got = KIND_WORDS.get(type(text).__name__, type(text).__name__)
                 field = f"{name}[{number}]" + (".prompt" if isinstance(turn, dict) else "")
-                line = located.line_of((*where, number, "prompt")) if isinstance(turn, dict) else line
+                line = (
+                    located.line_of((*where, number, "prompt")) if isinstance(turn, dict) else line
+                )
                 raise SuiteError(
                     f"{path}:{line}: {field} should be text (the user's message), not {got}"
                 )
@@ -81,9 +84,7 @@ def task_clusters(task_ids: list[str]) -> dict[str, int]:
     Indices are dense from 0, at most one per task id."""
     conversations: dict[str, int] = {}
     index = {
-        task_id: conversations.setdefault(
-            conversation_turn(task_id)[0], len(conversations)
-        )
+        task_id: conversations.setdefault(conversation_turn(task_id)[0], len(conversations))
         for task_id in task_ids
     }
     return _ClusterIndex(index)
@@ -119,18 +120,11 @@ class Turn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prompt: str
+    prompt: NonEmptyText
     reference: str | None = None
     tests: str | None = Field(
         default=None, description="Python asserts run against this turn's code by `check`."
     )
-
-    @field_validator("prompt")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
 
 
 def turn_fields(turn: object) -> dict[str, Any]:

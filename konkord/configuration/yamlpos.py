@@ -197,7 +197,9 @@ class _Walker:
                     )
                 key = str(key_node.value)
                 if key in out:
-                    raise SuiteError(f"{self.path}:{key_line}: {_dotted((*loc, key))} is given twice")
+                    raise SuiteError(
+                        f"{self.path}:{key_line}: {_dotted((*loc, key))} is given twice"
+                    )
                 out[key] = self.walk(value_node, (*loc, key), key_line)
                 if isinstance(value_node, yaml.ScalarNode):
                     # a block scalar starts on its indicator line, which is the key's line

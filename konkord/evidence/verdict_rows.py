@@ -42,7 +42,6 @@ MISSING = object()
 # A number's state: absent, null, or which Python type it was written as.
 ABSENT_NUM, NULL_NUM, INT_NUM, FLOAT_NUM = 0, 1, 2, 3
 FLAG_VALUES = {0: MISSING, 1: None, 2: False, 3: True}
-NUMBER_STATES: dict[Any, int] = {MISSING: ABSENT_NUM, None: NULL_NUM, int: INT_NUM, float: FLOAT_NUM}
 
 
 HASH_ABSENT, HASH_NULL, HASH_HELD, HASH_ELSEWHERE = 0, 1, 2, 3

@@ -26,8 +26,10 @@ import numpy as np
 from konkord.evidence.log import EvidenceLog, ParsedStreams, Record
 from konkord.evidence.verdict_rows import (
     ABSENT,
+    ABSENT_NUM,
     CODED,
     FLAGS,
+    FLOAT_NUM,
     FLOATS,
     FROM_FILE,
     HASH_ABSENT,
@@ -35,10 +37,11 @@ from konkord.evidence.verdict_rows import (
     HASH_HELD,
     HASH_NULL,
     HASHES,
+    INT_NUM,
     INTS,
     KNOWN,
     MISSING,
-    NUMBER_STATES,
+    NULL_NUM,
     TEXTS,
     RowList,
     VerdictRow,
@@ -83,8 +86,11 @@ class _Builder:
             self.coded[name].append(np.fromiter(map(codes.__getitem__, values), np.int32))
         for name in (*INTS, *FLOATS):
             values = _field(records, name)
-            state = np.fromiter(map(NUMBER_STATES.__getitem__, map(_state_key, values)), np.int8)
-            filled = [v if type(v) in (int, float) else 0 for v in values]
+            state = np.fromiter(map(_STATE_OF_TYPE.__getitem__, map(type, values)), np.int8)
+            if not (state < INT_NUM).any():  # every record has the number: taken at once
+                filled = values
+            else:
+                filled = [v if type(v) in (int, float) else 0 for v in values]
             kind = np.int64 if name in INTS else np.float64
             self.nums[name].append((np.array(filled, dtype=kind), state))
         for name in FLAGS:
@@ -117,13 +123,16 @@ class _Builder:
             for n, got in enumerate(kinds):
                 if got == HASH_ELSEWHERE:  # not a short ASCII text: kept as written
                     self.extra.setdefault(self.count + n, {})[name] = values[n]
+        count = len(records)
         for name in FROM_FILE:
-            self.files[name].append(np.array([name in r for r in records], dtype=bool))
-        for n, record in enumerate(records):
-            if not KNOWN.issuperset(record):  # fields no column holds: kept as written
-                self.extra.setdefault(self.count + n, {}).update(
-                    {k: v for k, v in record.items() if k not in KNOWN}
-                )
+            has = map(dict.__contains__, records, repeat(name, count))
+            self.files[name].append(np.fromiter(has, dtype=bool, count=count))
+        known = np.fromiter(map(KNOWN.issuperset, records), dtype=bool, count=count)
+        for n in np.flatnonzero(~known).tolist():  # fields no column holds: kept as written
+            record = records[n]
+            self.extra.setdefault(self.count + n, {}).update(
+                {k: v for k, v in record.items() if k not in KNOWN}
+            )
         self.count += len(records)
 
     def _add_offsets(self, records: list[Record], chunk: bytes, start: int) -> None:
@@ -209,8 +218,11 @@ def _field(records: list[Record], name: str) -> list[Any]:
     return list(map(dict.get, records, repeat(name, count), repeat(MISSING, count)))
 
 
-def _state_key(value: Any) -> Any:
-    return value if value is MISSING or value is None else type(value)
+# A number's state by the type of its value (`MISSING`, an absent field, is a plain object; the
+# log's field check lets no other type through, and a bool is not taken for a number).
+_STATE_OF_TYPE: dict[type, int] = {
+    object: ABSENT_NUM, type(None): NULL_NUM, int: INT_NUM, float: FLOAT_NUM
+}
 
 
 # The tables made in this process, each kept until its log changes (as `log.PARSED` keeps

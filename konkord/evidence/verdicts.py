@@ -184,7 +184,9 @@ def combine_verdicts(records: Iterable[VerdictRecord]) -> list[CombinedVerdict]:
     """Combine the two orders of every (task, pair, judge) into one verdict, sorted by key."""
     from konkord.evidence.verdict_table import rows_of_one_table
 
-    records = list(records)
+    # A list is taken as it is: a list of the log's rows remembers their places in its table,
+    # so the columns answer without a look at each row.
+    records = records if isinstance(records, list) else list(records)
     found = rows_of_one_table(records)
     if found is not None:
         return _combine_rows(found[0], found[1], records)
@@ -264,7 +266,7 @@ def _combine_rows(
     )
     agree = same("winner")
     out: list[CombinedVerdict] = []
-    get = table.get_code
+    value = [table.get_code(code) for code in range(len(table.pool))]  # a list, not a call each
     task_c, a_c, b_c, judge_c = (table.coded[name][rows[first]].tolist() for name in names)
     winners = table.coded["winner"][ab_rows].tolist()
     for g, (done, agreed, i_ab, i_ba) in enumerate(
@@ -276,10 +278,10 @@ def _combine_rows(
         winner = None
         flipped = False
         if done:
-            winner, flipped = (str(get(winners[g])), False) if agreed else ("tie", True)
+            winner, flipped = (str(value[winners[g]]), False) if agreed else ("tie", True)
         out.append(
             CombinedVerdict(
-                get(task_c[g]), get(a_c[g]), get(b_c[g]), get(judge_c[g]),
+                value[task_c[g]], value[a_c[g]], value[b_c[g]], value[judge_c[g]],
                 winner, flipped, done, orders,
             )
         )  # fmt: skip

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 from konkord.results.base import Claim, Interval, Proportion, Strict
-from konkord.results.files import dump_results, load_tasks
+from konkord.results.files import TaskData, dump_results, load_tasks
 from konkord.results.judging import (
     AnchoredHoldout,
     AnchoredRanking,
@@ -113,6 +113,7 @@ __all__ = [
     "StyleFitSide",
     "StyleRating",
     "SuiteInfo",
+    "TaskData",
     "TaskFiles",
     "TaskMean",
     "TaskView",
@@ -277,7 +278,7 @@ def read_results(path: Path | str, tasks: bool = True, lazy: bool = False) -> Re
 
 
 def write_results(
-    results: Results, path: Path | str, tasks: Iterable[TaskView] | None = None
+    results: Results, path: Path | str, tasks: Iterable[TaskView | TaskData] | None = None
 ) -> None:
     """Write a results file atomically (a crash never leaves half a file); a large run's tasks
     go to a file each beside it (konkord/results/files.py). Serialised by pydantic straight to

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from konkord.errors import KonkordError
@@ -70,6 +71,35 @@ def _make_response(
     return response
 
 
+_PRICED: set[str] = set()
+_PRICING = threading.Lock()
+
+
+def price_as_free(litellm: Any, model: str, provider: str) -> None:
+    """Put a simulated model in litellm's price map at zero (`litellm.register_model`, once per
+    model). A reply that costs 0.0 has litellm diagnose why it is free: for a model absent from
+    the map that is a search of the map and its generalisations, twice a call (about a third of
+    litellm's work for a simulated judge call). Known and free, it is a dictionary lookup."""
+    if model in _PRICED:
+        return
+    with _PRICING:  # replies are made in litellm's worker threads
+        if model in _PRICED:
+            return
+        litellm.register_model(
+            {
+                model: {
+                    "input_cost_per_token": 0.0,
+                    "output_cost_per_token": 0.0,
+                    "cache_creation_input_token_cost": 0.0,
+                    "cache_read_input_token_cost": 0.0,
+                    "litellm_provider": provider,
+                    "mode": "chat",
+                }
+            }
+        )
+        _PRICED.add(model)
+
+
 def register(litellm: Any) -> None:
     """Register the `sim` and `sim-judge` providers with litellm (idempotent)."""
     from litellm.llms.custom_llm import CustomLLM
@@ -82,6 +112,7 @@ def register(litellm: Any) -> None:
 
         def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
             params = kwargs.get("optional_params") or {}
+            price_as_free(litellm, model, self._provider)
             try:
                 reply = self._answer(model, messages, params.get("seed"))
             except KonkordError as exc:

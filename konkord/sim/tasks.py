@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,9 @@ class TaskView:
 
 
 _REGISTRY: dict[str, str] = {}
-_SCANNED: dict[str, tuple[tuple[str, float], ...]] = {}
+Stamp = tuple[tuple[str, int], ...]
+# per working directory: the stamp of what was scanned, and the suite files named outside suites/
+_SCANNED: dict[str, tuple[Stamp, tuple[str, ...]]] = {}
 
 
 def prompt_key(prompt: str) -> str:
@@ -73,13 +76,41 @@ def _suite_files() -> list[Path]:
     return [path for path in dict.fromkeys(files) if path.is_file()]
 
 
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _stamp(named: tuple[str, ...]) -> Stamp:
+    """What decides which suites there are and what they hold, as (path, mtime): suites/'s
+    entries, runs.json, every run's manifest and the suite files these named when last read.
+    A few system calls, no parsing: a simulated call whose prompt has no reference asks it."""
+    seen: list[tuple[str, int]] = [(str(RUNS_FILE), _mtime(str(RUNS_FILE)))]
+    for folder, file_name in ((SUITES_DIR, None), (RUNS_ROOT, "run.json")):
+        try:
+            with os.scandir(folder) as entries:
+                names = sorted(entry.name for entry in entries)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name, file_name) if file_name else os.path.join(folder, name)
+            seen.append((path, _mtime(path)))
+    seen += [(path, _mtime(path)) for path in named]
+    return tuple(seen)
+
+
 def _scan_suites() -> None:
-    """Register the references of every suite found (rescanned when a file changes)."""
-    files = _suite_files()
-    stamp = tuple((str(p.resolve()), p.stat().st_mtime) for p in files)
-    key = str(Path.cwd())
-    if _SCANNED.get(key) == stamp:
+    """Register the references of every suite found (read again when any of them, runs.json or
+    a run manifest changes)."""
+    key = os.getcwd()
+    scanned = _SCANNED.get(key)
+    if scanned is not None and _stamp(scanned[1]) == scanned[0]:
         return
+    files = _suite_files()
+    named = tuple(str(path) for path in files if path.parent != SUITES_DIR)
+    stamp = _stamp(named)  # taken before reading: a change while reading is seen next time
     from konkord.configuration.suite import load_suite
 
     for path in files:
@@ -87,7 +118,7 @@ def _scan_suites() -> None:
             register_suite(load_suite(path))
         except KonkordError:
             continue  # a broken suite is `konkord validate`'s business, not the simulator's
-    _SCANNED[key] = stamp
+    _SCANNED[key] = (stamp, named)
 
 
 def reference_for(prompt: str) -> str | None:

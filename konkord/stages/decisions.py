@@ -17,7 +17,15 @@ a placeholder rather than a price: where runs.json prices such a model, its pric
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import (
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -103,7 +111,8 @@ def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> 
     """The cost of `who`'s records; a sampled first-pass record counts one call per sample."""
     from konkord.stages.decisions_cost import cost_of_rows
 
-    records = list(records)
+    # A list is taken as it is: a list of the log's rows remembers their places in its table.
+    records = records if isinstance(records, list) else list(records)
     tally = cost_of_rows(records, price, who.startswith(SIMULATED))  # rows of one table: columns
     if tally is None:
         tally = _cost_of_records(records, who, price)
@@ -162,7 +171,7 @@ class Route:
     name: str
     kind: RouteKind
     judges: tuple[str, ...]  # the models behind it: one judge, or first pass then strong
-    decisions: dict[PairKey, Decision]
+    decisions: Mapping[PairKey, Decision]
     calls: dict[str, list[VerdictRecord]]  # judge -> records of the calls this route paid for
 
     def decided(self) -> list[Decision]:
@@ -216,13 +225,50 @@ class RunDecisions:
 
 
 def _judge_route(name: str, combined: list[CombinedVerdict], records: list[VerdictRecord]) -> Route:
-    decisions = {
-        (c.task_id, c.model_a, c.model_b): Decision(
-            (c.task_id, c.model_a, c.model_b), c.winner, c.flipped, name, c.orders
-        )
-        for c in combined
-    }
-    return Route(name, "judge", (name,), decisions, {name: list(records)})
+    return Route(name, "judge", (name,), _JudgeDecisions(name, combined), {name: list(records)})
+
+
+class _JudgeDecisions(Mapping[PairKey, Decision]):
+    """One judge's decisions, one per combined verdict, made when first asked: at 20 models x
+    1,000 tasks they are 190,000, which `konkord report` of a run without a cascade never reads
+    (it holds the combined verdicts themselves)."""
+
+    def __init__(self, name: str, combined: list[CombinedVerdict]) -> None:
+        self._name = name
+        self._combined = combined
+        self._made: dict[PairKey, Decision] | None = None
+
+    def _decisions(self) -> dict[PairKey, Decision]:
+        if self._made is None:
+            name = self._name
+            self._made = {
+                (c.task_id, c.model_a, c.model_b): Decision(
+                    (c.task_id, c.model_a, c.model_b), c.winner, c.flipped, name, c.orders
+                )
+                for c in self._combined
+            }
+        return self._made
+
+    def __getitem__(self, key: PairKey) -> Decision:
+        return self._decisions()[key]
+
+    def __iter__(self) -> Iterator[PairKey]:
+        return iter(self._decisions())
+
+    def __len__(self) -> int:
+        return len(self._decisions())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._decisions()
+
+    def keys(self) -> KeysView[PairKey]:
+        return self._decisions().keys()
+
+    def values(self) -> ValuesView[Decision]:
+        return self._decisions().values()
+
+    def items(self) -> ItemsView[PairKey, Decision]:
+        return self._decisions().items()
 
 
 def _cascade_route(pairs: CascadePairs, name: str) -> Route:

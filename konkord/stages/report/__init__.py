@@ -2,7 +2,8 @@
 
 Owns: the results file built (report), the ranking and judge blocks (report_ranking), each turn's own ranking
 (report_turns), anchored
-estimates with people's labels (report_anchored), per-task views (report_views), the judge panel
+estimates with people's labels (report_anchored), per-task views (report_tasks), cost and pass rates
+(report_views), the judge panel
 (judges), the freshness digest (freshness), and the terminal printouts (report_print,
 judges_print).
 

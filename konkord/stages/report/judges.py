@@ -37,19 +37,20 @@ def _task_mean(figure: Any, k: int) -> R.TaskMean:
 
 
 def _length_preference(
-    items: Iterable[tuple[str, str, str, str | None]], answers: dict[tuple[str, str], Record]
+    items: Iterable[tuple[str, str, str, str | None]], lengths: dict[tuple[str, str], int]
 ) -> R.Proportion:
-    """(task, model_a, model_b, winner) items -> longer-answer share among decided ones."""
+    """(task, model_a, model_b, winner) items -> longer-answer share among decided ones;
+    `lengths` are the answers' lengths in characters (answers without text left out)."""
     from konkord.stats.judges import length_preference
 
     length_a, length_b, score = [], [], []
     for task_id, model_a, model_b, winner in items:
-        text_a = answers.get((task_id, model_a), {}).get("text")
-        text_b = answers.get((task_id, model_b), {}).get("text")
-        if winner is None or text_a is None or text_b is None:
+        long_a = lengths.get((task_id, model_a))
+        long_b = lengths.get((task_id, model_b))
+        if winner is None or long_a is None or long_b is None:
             continue
-        length_a.append(len(text_a))
-        length_b.append(len(text_b))
+        length_a.append(long_a)
+        length_b.append(long_b)
         score.append(_score(winner, model_a))
     pref = length_preference(length_a, length_b, score)
     return proportion(pref.longer_won, pref.decided)
@@ -95,6 +96,8 @@ def judge_panel(
         n_tasks=len(task_index),
     )
     figures = panel_figures(panel_data, n_resamples=options.resamples, seed=options.seed)
+    # Counted once: every judge's figure and people's read the same answers.
+    lengths = {key: len(text) for key, rec in answers.items() if (text := rec.get("text")) is not None}
     steadiness, match = figures.consistency, figures.consensus
     standings = [
         R.JudgeStanding(
@@ -102,7 +105,7 @@ def judge_panel(
             consensus_match=None if match is None else _task_mean(match, g),
             consistency=_task_mean(steadiness, g),
             length_preference=_length_preference(
-                ((c.task_id, c.model_a, c.model_b, c.winner) for c in done[judge]), answers
+                ((c.task_id, c.model_a, c.model_b, c.winner) for c in done[judge]), lengths
             ),
         )
         for g, judge in enumerate(judges)
@@ -112,7 +115,7 @@ def judge_panel(
         judges_needed=MIN_JUDGES_FOR_CONSENSUS,
         people_length_preference=(
             _length_preference(
-                ((r["task_id"], r["model_a"], r["model_b"], r["winner"]) for r in labels), answers
+                ((r["task_id"], r["model_a"], r["model_b"], r["winner"]) for r in labels), lengths
             )
             if labels
             else None

@@ -8,9 +8,10 @@ recomposed from the suite, so the site prints what actually ran.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
@@ -45,7 +46,8 @@ from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stages.report.report_style import answer_features, style_block
-from konkord.stages.report.report_views import cost_line, pass_rates_block, task_views
+from konkord.stages.report.report_tasks import task_data
+from konkord.stages.report.report_views import cost_line, pass_rates_block
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -62,6 +64,7 @@ __all__ = [
 
 
 DEFAULT_OPTIONS = ReportOptions()
+T = TypeVar("T")
 
 
 def _current_checks(spec: RunSpec) -> dict[tuple[str, str, str], Record]:
@@ -120,7 +123,7 @@ def _anchored(
 def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.Results:
     """Compute everything the site needs for one run, its tasks held in memory."""
     summary, tasks = report_parts(spec, options)
-    summary.tasks = list(tasks)
+    summary.tasks = [task if isinstance(task, R.TaskView) else task.view() for task in tasks]
     return summary
 
 
@@ -135,16 +138,29 @@ def write_report(
     return summary
 
 
+def _in_background(work: Callable[..., T], *args: Any) -> Future[T]:
+    """`work(*args)` started on a thread of its own; its result (or error) is the future's."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-report")
+    try:
+        return pool.submit(work, *args)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends when the work is done
+
+
 def report_parts(
     spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS
-) -> tuple[R.Results, Iterator[R.TaskView]]:
-    """The results without their tasks, and the tasks to be made one at a time."""
+) -> tuple[R.Results, Iterator[R.TaskView | R.TaskData]]:
+    """The results without their tasks, and the tasks to be made one at a time (as plain data,
+    or as models where a cascade marks its comparisons on them)."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
             f'run "{spec.name}" has no evidence in {spec.run_dir}; '
             f"run `konkord run --run {spec.name}`"
         )
+    # The digest reads every stream again (300 MB of verdicts at 20 models x 1,000 tasks):
+    # hashing lets go of the interpreter, so it runs on another core while the log is parsed.
+    digest = _in_background(inputs_digest, spec, options)
     answers = good_answers(spec, log)
     shas = answer_shas(answers)
     judges = list(dict.fromkeys([*spec.judges, *judges_in_log(log)]))
@@ -203,14 +219,15 @@ def report_parts(
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records, spec.prices.get(judge)))
     suite = spec.suite
-    tasks = task_views(spec, answers, combined_by_judge, labels, checks, features)
-    if cascade is not None:
-        tasks = mark_comparisons(tasks, cascade)
+    data = task_data(spec, answers, combined_by_judge, labels, checks, features)
+    tasks: Iterator[R.TaskView | R.TaskData] = (
+        data if cascade is None else mark_comparisons((task.view() for task in data), cascade)
+    )
     summary = R.Results(
         konkord_version=__version__,
         run=spec.name,
         evidence_date=evidence_date(log),
-        inputs_digest=inputs_digest(spec, options),
+        inputs_digest=digest.result(),
         simulated=all(is_offline_model(m) for m in [*spec.models, *judges]),
         suite=R.SuiteInfo(
             name=suite.name,

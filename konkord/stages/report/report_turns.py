@@ -57,11 +57,13 @@ def turn_lines(
 ) -> list[R.TurnLine]:
     """One line per turn: each model's share won, and the turn's gated ranking; none where no
     verdict is on a conversation's turn."""
+    tasks = {c.task_id for c in done}  # each task's turn read once, not once per verdict
+    if not any(split_unit(task_id)[1] is not None for task_id in tasks):
+        return []
+    turn_of = {task_id: conversation_turn(task_id)[1] for task_id in tasks}
     by_turn: dict[int, list[CombinedVerdict]] = {}
     for c in done:
-        by_turn.setdefault(conversation_turn(c.task_id)[1], []).append(c)
-    if not any(split_unit(c.task_id)[1] is not None for c in done):
-        return []
+        by_turn.setdefault(turn_of[c.task_id], []).append(c)
     return [
         _turn_line(turn, models, verdicts, task_index, options)
         for turn, verdicts in sorted(by_turn.items())
