@@ -115,7 +115,9 @@ def test_odd_records_are_written_as_their_validated_views(project: Path) -> None
     assert t01["m/a"]["truncated"] and math.isnan(t01["m/a"]["latency_s"])
     assert t01["m/b"]["error"] == "timeout: no reply" and t01["m/c"]["cost_usd"] == 2.0
     assert b'"cost_usd": 2.0' in made[0].json()  # a whole number in the log, a float here
-    failed = [c for c in data["t02"]["comparisons"] if c["model_b"] == "m/c" and c["model_a"] == "m/a"]
+    failed = [
+        c for c in data["t02"]["comparisons"] if (c["model_a"], c["model_b"]) == ("m/a", "m/c")
+    ]
     assert [o["failure"] for o in failed[0]["orders"]] == [
         "unparseable: no VERDICT line: 'Hmm…'",
         "refused",
