@@ -100,6 +100,7 @@ def adaptive(
             round_pairs=max(1, math.ceil(round_share * budget_pairs)),
             seed=seed * 100_003 + rounds + 1,
             window=window,
+            widen=1.0 if ranking.family is None else ranking.family.final_factor,
         )  # fmt: skip
         if choice.stop:
             return rows, gated, rounds

@@ -18,8 +18,11 @@ Prints, in one run:
   engine's own working memory, and nothing of the simulation that made them. Beside each
   row, its anchor: the MM loop timed on a few resamples of the same data in the same run.
 
+- `rank()` alone on the 20 x 1,000 field's bootstrap, with and without the comparisons (with
+  them: Wald floors, sign tests and the family-wise step-down of every claim), wall and CPU.
+
 Run: python benchmarks/bench_stats.py [--choix-resamples 2] [--mm-resamples 20] [--repeats 3]
-     [--style-only] (the plain and style-controlled lines alone)
+     [--style-only] (the plain and style-controlled lines alone) [--rank-only]
 """
 
 from __future__ import annotations
@@ -65,6 +68,28 @@ def end_to_end(arrays: tuple[np.ndarray, ...], n_models: int, n_tasks: int) -> d
         "total": marks["ranking"] - marks["start"],
         "iterations": boot.iterations_max,
     }
+
+
+def rank_lines(arrays: tuple[np.ndarray, ...], repeats: int) -> None:
+    """`rank()` on one bootstrap of 20 models x 1,000 tasks x 1,000 resamples: median [range]
+    of wall and CPU seconds over `repeats`, without and with the comparisons."""
+    comp = comparisons(*arrays, 20, 1000)
+    boot = bootstrap(comp, n_resamples=1000, seed=0)
+    for label, work in (
+        ("rank(boot)", lambda: rank(boot)),
+        ("rank(boot, comparisons)", lambda: rank(boot, comp)),
+    ):
+        wall, cpu = [], []
+        for _ in range(repeats):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            work()
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
+        print(
+            f"  {label}, 20 models x 1000 tasks x 1000 resamples: wall "
+            f"{statistics.median(wall):.3f} s [{min(wall):.3f}-{max(wall):.3f}], CPU "
+            f"{statistics.median(cpu):.3f} s [{min(cpu):.3f}-{max(cpu):.3f}] ({repeats} repeats)"
+        )
 
 
 def style_field(arrays: tuple[np.ndarray, ...], n_models: int, n_tasks: int) -> StyleData:
@@ -278,8 +303,12 @@ def main() -> None:
     parser.add_argument("--scale-mm-resamples", type=int, default=2)
     parser.add_argument("--style-refits", type=int, default=10)
     parser.add_argument("--style-only", action="store_true")
+    parser.add_argument("--rank-only", action="store_true", help="the rank() lines alone")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}")
+    if args.rank_only:
+        rank_lines(field_arrays(20, 1000), args.repeats)
+        return
 
     arrays = field_arrays(20, 1000)
     ours = timed(args.repeats, lambda: end_to_end(arrays, 20, 1000))

@@ -182,12 +182,13 @@ def separation_promise(fields: int, resamples: int, cap: int) -> None:
         ranking = rank(stats.bootstrap(truth.comparisons, resamples, seed=field),
                        truth.comparisons)
         for sep in ranking.separations:
-            if sep.interval_excludes_zero or sep.difference == 0.0:
-                continue
+            if sep.family_excludes_zero or sep.difference == 0.0:
+                continue  # the sign test withheld it: no number of tasks is planned
             plans = {
                 "planned": sep.tasks_needed,
                 "observed gap": tasks_to_separate(sep.difference, sep.half_width, n,
-                                                  power=sep.power, expand=True),
+                                                  power=sep.power, expand=True,
+                                                  widen=sep.family_factor),
             }
             for name, tasks in plans.items():
                 if tasks is None or tasks > cap:

@@ -47,8 +47,19 @@ class PairComparison(Strict):
     model_j: str
     diff: Interval
     p_above: float = Field(description="Share of resamples in which model_i is above model_j.")
-    separated: bool = Field(description="The ordering is supported (interval and sign test).")
-    interval_excludes_zero: bool | None = None
+    separated: bool = Field(
+        description="The ordering is supported (family-wise interval and sign test)."
+    )
+    interval_excludes_zero: bool | None = Field(
+        default=None, description="The pair's own 95% interval (`diff`) excludes 0."
+    )
+    family_excludes_zero: bool | None = Field(
+        default=None,
+        description=(
+            "The interval widened to the family-wise bar excludes 0 (None in files written "
+            "before claims were held to it)."
+        ),
+    )
     sign_test_p: float | None = Field(
         default=None, description="Exact two-sided sign test over tasks of per-task scores."
     )
@@ -67,6 +78,14 @@ class BootstrapInfo(Strict):
         default=None, description="Resamples whose comparison graph fell apart."
     )
     disconnected_handling: str | None = None
+    family_factors: list[float] = Field(
+        default=[],
+        description=(
+            "The family-wise step-down's widening of each pair's interval, step by step: the "
+            "last is the bar the unclaimed pairs are held to (empty in older files: claims "
+            "were per pair)."
+        ),
+    )
 
 
 class DesignInfo(Strict):

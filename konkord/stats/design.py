@@ -123,6 +123,7 @@ def next_round(
     round_pairs: int,
     seed: int,
     window: int = 2,
+    widen: float = 1.0,
 ) -> RoundChoice:
     """The adaptive step: the next round's (task, pair) rows and each neighbour's reason.
 
@@ -135,11 +136,14 @@ def next_round(
     Bradley-Terry information); open otherwise. The round's `round_pairs` (at most
     `pairs_left`) go to pairs up to `window` ranks apart by `allocation.allocate`: where they
     most raise the expected number of open neighbours separated, on tasks drawn at random
-    from those not yet judged for each pair."""
+    from those not yet judged for each pair. `widen` is the family-wise bar the ranking's
+    claims are held to (`Ranking.family.final_factor`): a pair is separated when its interval
+    widened that much excludes 0, so reach and allocation are judged against it."""
     n_tasks, m = judged.shape[0], judged.shape[1]
     rng = np.random.default_rng(seed)
     estimate, lower, upper = differences.estimate, differences.lower, differences.upper
     crit = critical_value(differences.level, max(2, int(judged.any(axis=(1, 2)).sum())))
+    bar = crit * widen
     counts = judged.sum(axis=0).astype(np.float64)
     counts = counts + counts.T
     free = n_tasks - counts.astype(np.int64)
@@ -160,11 +164,11 @@ def next_round(
         more[up, low] = more[low, up] = int(free[up, low])
         model_now = _model_se(counts, estimate, up, low)
         best = se * _model_se(counts + more, estimate, up, low) / model_now
-        if abs(float(estimate[up, low])) <= crit * best:
+        if abs(float(estimate[up, low])) <= bar * best:
             choices.append(PairChoice(
                 up, low, "out of reach",
                 f"{span}: even {int(more[up, low])} more direct comparisons would leave "
-                f"about +-{crit * best:.2f} around the gap {abs(float(estimate[up, low])):.2f}",
+                f"about +-{bar * best:.2f} around the gap {abs(float(estimate[up, low])):.2f}",
             ))  # fmt: skip
             continue
         open_pairs.append((up, low))
@@ -188,7 +192,7 @@ def next_round(
     given = allocate(
         neighbours, estimate, np.maximum(se_now, 1e-9), counts,
         free[candidates[:, 0], candidates[:, 1]].astype(np.float64),
-        min(round_pairs, pairs_left), crit, candidates,
+        min(round_pairs, pairs_left), bar, candidates,
     )  # fmt: skip
     rows: list[IntArray] = []
     # Pairs that share a model go to the same tasks where they can: on those tasks the sign

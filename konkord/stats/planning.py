@@ -26,13 +26,16 @@ def tasks_to_separate(
     level: float = 0.95,
     power: float = DEFAULT_POWER,
     expand: bool = False,
+    widen: float = 1.0,
 ) -> int | None:
-    """Tasks at which an interval of `half_width` now (at `n_tasks`) would exclude 0 at `gap`.
+    """Tasks at which an interval of `half_width` now (at `n_tasks`), widened `widen`-fold
+    (the family-wise bar of `familywise`), would exclude 0 at `gap`.
 
     The standard error now is half_width / c(n), with c the interval's own critical value: the
     normal one, or with `expand` the expanded one, sqrt(n/(n-1)) t_{n-1} (2.106 at 25 tasks
     against 1.96). It shrinks as 1/sqrt(tasks), and at power p the expected estimate must sit
-    c(N) + z_p standard errors from 0 at N tasks: the smallest such N (at least n_tasks).
+    widen x c(N) + z_p standard errors from 0 at N tasks: the smallest such N (at least
+    n_tasks).
     """
     gap = abs(gap)
     if gap <= 0.0 or not math.isfinite(gap) or half_width <= 0.0 or n_tasks < 1:
@@ -42,7 +45,7 @@ def tasks_to_separate(
 
     def separates(tasks: int) -> bool:
         crit = critical_value(level, tasks if expand else None)
-        return (crit + z_power) * se_now * math.sqrt(n_tasks / tasks) <= gap
+        return (widen * crit + z_power) * se_now * math.sqrt(n_tasks / tasks) <= gap
 
     if separates(n_tasks):
         return n_tasks
@@ -82,6 +85,7 @@ def planned_tasks(
     level: float = 0.95,
     power: float = DEFAULT_POWER,
     expand: bool = False,
+    widen: float = 1.0,
 ) -> tuple[float | None, int | None]:
     """The tasks a fresh study needs for `power` odds of separating an unseparated pair.
 
@@ -90,7 +94,8 @@ def planned_tasks(
     median 0.7 of it), and over 400 simulated fields a study of the size planned that way
     separated 54% of the pairs, not 80%. The plan is made for the gap observed less
     `planning_margin` standard errors, and never below the sign test's minimum
-    (benchmarks/bench_validity.py measures the rate).
+    (benchmarks/bench_validity.py measures the rate). The bar is the interval widened
+    `widen`-fold: the family-wise one the ranking's claims are held to.
     Returns (the planning gap, the tasks), (None, None) when that gap is not above 0.
     """
     gap = abs(gap)
@@ -100,7 +105,7 @@ def planned_tasks(
     planning = gap - planning_margin(power) * se_now
     if planning <= 0.0:
         return None, None
-    tasks = tasks_to_separate(planning, half_width, n_tasks, level, power, expand)
+    tasks = tasks_to_separate(planning, half_width, n_tasks, level, power, expand, widen)
     if tasks is None:
         return None, None
     return planning, max(tasks, sign_test_min_tasks(level))

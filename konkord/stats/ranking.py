@@ -3,8 +3,10 @@
 Two models are told apart by the bootstrap interval of the *difference* of their
 log-strengths, never by whether their own intervals overlap (overlapping intervals can still
 have a difference that clearly excludes 0). An ordering is supported when that interval
-(never narrower than the Wald floor of `floors`) excludes 0 and, given the comparisons, an
-exact sign test over tasks agrees at the same level.
+(never narrower than the Wald floor of `floors`), widened by the family-wise step-down of
+`familywise` so that the chance of any wrong claim in the whole ranking stays at most 5%,
+excludes 0 and, given the comparisons, an exact sign test over tasks agrees at 5%. The
+intervals shown stay each pair's own 95% ones.
 
 Each model gets a rank range, not a chained group: best = 1 + the number of models supported
 above it, worst = N - the number supported below it. Chaining unseparated neighbours into
@@ -20,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .bt import Comparisons, FloatArray, IntArray, PairMatrix, win_matrix
+from .familywise import FamilyWise, as_matrices, excursions, step_down
 from .floors import SignTests, sign_tests, wald_floor
 from .planning import DEFAULT_POWER, planned_tasks, tasks_to_separate
 from .resample import Bootstrap
@@ -34,6 +37,9 @@ class PairwiseDifferences:
     upper: PairMatrix
     prob_above: PairMatrix  # share of resamples with beta_a > beta_b (equal counts half)
     level: float
+    # (B, pairs a < b in triu order): each draw's excursion against the bootstrap's own
+    # interval (`familywise.excursions`), what the family-wise step-down calibrates on
+    excursion: npt.NDArray[np.float32] | None = None
 
     def separated(self, a: int, b: int) -> bool:
         """Whether the interval of beta_a - beta_b excludes 0."""
@@ -80,6 +86,13 @@ def pairwise_differences(boot: Bootstrap, floor: PairMatrix | None = None) -> Pa
         interval = boot.interval(estimate[block], draws[:, block], jack)
         low[block], high[block] = interval.lower, interval.upper
     low, high = _snap(low), _snap(high)
+    excursion = np.empty(draws.shape, dtype=np.float32)
+    step = max(1, _PAIR_BLOCK_ELEMENTS // max(1, draws.shape[0]))
+    for start in range(0, a.size, step):
+        block = slice(start, start + step)
+        excursion[:, block] = excursions(
+            estimate[block], draws[:, block], low[block], high[block], boot.level
+        )
     if floor is not None:
         low = np.where(np.isnan(floor[a, b]), low, np.fmin(low, estimate - floor[a, b]))
         high = np.where(np.isnan(floor[a, b]), high, np.fmax(high, estimate + floor[a, b]))
@@ -90,13 +103,14 @@ def pairwise_differences(boot: Bootstrap, floor: PairMatrix | None = None) -> Pa
     lower[a, b], upper[a, b] = low, high
     lower[b, a], upper[b, a] = -high, -low
     above[a, b], above[b, a] = share, 1.0 - share
-    return PairwiseDifferences(full_estimate, lower, upper, above, boot.level)
+    return PairwiseDifferences(full_estimate, lower, upper, above, boot.level, excursion)
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A supported ordering: `upper` ranks above `lower` (difference interval excludes 0 and
-    the sign test over tasks, where run, agrees)."""
+    """A supported ordering: `upper` ranks above `lower` (the difference interval widened to
+    the family-wise bar excludes 0 and the sign test over tasks, where run, agrees).
+    `interval_low`/`interval_high` are the pair's own 95% interval, as shown."""
 
     upper: int
     lower: int
@@ -116,7 +130,13 @@ class Separation:
     were the observed one). `tasks_needed` plans on `planning_gap`, the gap observed less
     `planning_margin` standard errors (see `planned_tasks`), for `power` (0.8) odds, never below
     the sign test's minimum; None when that gap is not above 0. Both scale the observed
-    interval by 1/sqrt(tasks).
+    interval by 1/sqrt(tasks) and plan for the family-wise bar (the interval widened
+    `family_factor`-fold, the factor this run's unclaimed pairs were held to).
+
+    `interval_excludes_zero`: the pair's own 95% interval excludes 0; `family_excludes_zero`:
+    so does the widened one. Not separated with both: the sign test did not agree (or the
+    claim was withdrawn to keep the claims transitive); with the first only: the family-wise
+    bar was not met.
     """
 
     upper: int
@@ -126,9 +146,11 @@ class Separation:
     tasks_even_odds: int | None
     tasks_needed: int | None
     power: float
-    interval_excludes_zero: bool = False  # then it is the sign test that did not agree
+    interval_excludes_zero: bool = False  # the pair's own 95% interval
     sign_p: float | None = None
     planning_gap: float | None = None
+    family_excludes_zero: bool = False  # the interval widened to the family-wise bar
+    family_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -151,6 +173,7 @@ class Ranking:
     claims: tuple[Claim, ...]
     separations: tuple[Separation, ...]
     n_tasks: int
+    family: FamilyWise | None = None  # the family-wise bar of the claims (`familywise`)
 
 
 def rank_ranges(
@@ -191,7 +214,8 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
 
     With `comp` (the comparisons the bootstrap resampled), difference intervals get their Wald
     floor, a claim also needs the exact sign test over tasks, and models without comparisons
-    get no rank.
+    get no rank. Claims are made by the family-wise step-down of `familywise` (one pair of
+    models: exactly the pair's own interval).
     """
     beta = boot.point.log_strength
     m = beta.size
@@ -204,10 +228,26 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
         active = boot.point.comparisons > 0
     diffs = pairwise_differences(boot, floor)
     alpha = 1.0 - boot.level
-    supported = (diffs.lower > 0.0) & active[:, None] & active[None, :]
+    agrees = np.ones((m, m), dtype=bool)
     if sign is not None:
-        supported &= (sign.p_value <= alpha) & (sign.higher > sign.lower)
-    np.fill_diagonal(supported, False)
+        agrees = (sign.p_value <= alpha) & (sign.higher > sign.lower)
+    first, second = np.triu_indices(m, k=1)
+    if diffs.excursion is None:  # pairwise_differences always measures them
+        raise ValueError("the step-down needs each draw's excursion")
+    steps = step_down(
+        diffs.estimate[first, second],
+        diffs.lower[first, second],
+        diffs.upper[first, second],
+        diffs.excursion,
+        active[first] & active[second],
+        agrees[first, second],
+        agrees[second, first],
+        boot.level,
+    )
+    family = as_matrices(steps, m, boot.level)
+    supported = np.zeros((m, m), dtype=bool)
+    supported[first[steps.claimed_up], second[steps.claimed_up]] = True
+    supported[second[steps.claimed_down], first[steps.claimed_down]] = True
     supported = consistent(supported)
     order = np.lexsort((-beta, ~active)).astype(np.int64)
     best, worst = rank_ranges(supported, active)
@@ -223,7 +263,10 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
             continue
         gap = float(diffs.estimate[above, model])
         half = gap - float(diffs.lower[above, model])
-        planning, needed = planned_tasks(gap, half, boot.n_tasks, boot.level, power, boot.expand)
+        widen = float(family.factor[above, model])
+        planning, needed = planned_tasks(
+            gap, half, boot.n_tasks, boot.level, power, boot.expand, widen
+        )
         separations.append(
             Separation(
                 upper=above,
@@ -231,13 +274,15 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
                 difference=gap,
                 half_width=half,
                 tasks_even_odds=tasks_to_separate(
-                    gap, half, boot.n_tasks, boot.level, 0.5, boot.expand
+                    gap, half, boot.n_tasks, boot.level, 0.5, boot.expand, widen
                 ),
                 tasks_needed=needed,
                 power=power,
                 interval_excludes_zero=bool(diffs.lower[above, model] > 0.0),
                 sign_p=None if sign is None else float(sign.p_value[above, model]),
                 planning_gap=planning,
+                family_excludes_zero=family.excludes_zero(above, model),
+                family_factor=widen,
             )
         )
     rank_group = np.empty(m, dtype=np.int64)
@@ -270,4 +315,5 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
         claims=tuple(claims),
         separations=tuple(separations),
         n_tasks=boot.n_tasks,
+        family=family,
     )

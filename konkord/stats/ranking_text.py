@@ -29,6 +29,14 @@ def describe_claims(ranking: Ranking, names: Sequence[str]) -> list[str]:
     """The supported orderings in words, one sentence per model that is above any other."""
     level = round(100 * ranking.differences.level)
     if not ranking.claims:
+        diffs = ranking.differences
+        if ranking.family is not None and ((diffs.lower > 0.0) | (diffs.upper < 0.0)).any():
+            return [
+                "The data supports no ordering: no pair's difference in log-strength clears "
+                f"the bar that holds all of a ranking's claims together at {level}% (each "
+                f"pair's {level}% interval widened {ranking.family.final_factor:.2f}-fold) "
+                "with the exact sign test over tasks agreeing."
+            ]
         return [
             f"The data supports no ordering: every pair's {level}% interval of the "
             "difference in log-strength contains 0."
@@ -75,11 +83,24 @@ def describe_separations(ranking: Ranking, names: Sequence[str]) -> list[str]:
 
 
 def not_separated_text(
-    upper: str, lower: str, sep: Separation, n_tasks: int, plan: bool = True
+    upper: str,
+    lower: str,
+    sep: Separation,
+    n_tasks: int,
+    plan: bool = True,
+    level: float = 0.95,
 ) -> str:
     """Why two neighbours are not ordered, in words that are literally true of this run; with
-    `plan`, and a wide interval, how many tasks would likely separate them."""
-    if sep.interval_excludes_zero and sep.sign_p is not None:
+    `plan`, and an interval short of the family-wise bar, how many tasks would likely
+    separate them."""
+    if sep.interval_excludes_zero and not sep.family_excludes_zero:
+        text = (
+            f"{upper} and {lower} are not separated: the {round(100 * level)}% interval of "
+            f"their difference excludes 0, but not when widened {sep.family_factor:.2f}-fold, "
+            "the bar that holds every claim of this ranking together to a "
+            f"{round(100 * (1 - level))}% chance of any being wrong."
+        )
+    elif sep.interval_excludes_zero and sep.sign_p is not None:
         text = (
             f"{upper} and {lower} are not separated: the interval of their difference excludes "
             f"0, but an exact sign test over the tasks gives p = {sep.sign_p:.3g}."
@@ -88,6 +109,6 @@ def not_separated_text(
         text = (
             f"{upper} and {lower} are not separated: the interval of their difference contains 0."
         )
-    if plan and not sep.interval_excludes_zero:
+    if plan and not sep.family_excludes_zero:
         text += f" This run has {n_tasks} tasks; {planned_tasks_text(sep)}"
     return text

@@ -21,6 +21,18 @@ def _interval_name(boot: R.BootstrapInfo) -> str:
     return boot.method
 
 
+def family_bar(boot: R.BootstrapInfo) -> str:
+    """The claim's bar in words: the pair's interval widened to hold every claim together
+    (a file written before that rule: the pair's own interval)."""
+    if not boot.family_factors:
+        return f"the {LEVEL}% {boot.method} interval of their difference excludes 0"
+    return (
+        f"the {LEVEL}% {boot.method} interval of their difference, widened "
+        f"{boot.family_factors[-1]:.2f}-fold so that the chance of any wrong claim in the "
+        f"ranking stays at most {100 - LEVEL}%, excludes 0"
+    )
+
+
 def captions(block: R.JudgeBlock, n_tasks: int) -> dict[str, str]:
     """Captions of the leaderboard table, the forest plot and the pairwise grid."""
     boot = block.bootstrap
@@ -31,7 +43,7 @@ def captions(block: R.JudgeBlock, n_tasks: int) -> dict[str, str]:
         "rank": (
             f"{judged}Rank range: best = 1 + the number of models the data places above it, worst = "
             f"{n} - the number it places below it. A model is placed above "
-            f"another when the {LEVEL}% {boot.method} interval of their difference excludes 0 "
+            f"another when {family_bar(boot)} "
             f"and an exact sign test over the {n_tasks} tasks agrees "
             f"(p <= {1 - LEVEL / 100:.2f}). Neighbouring rows share a shade when their ranges "
             "are the same."
@@ -45,7 +57,13 @@ def captions(block: R.JudgeBlock, n_tasks: int) -> dict[str, str]:
             f"Share of the same {boot.resamples} {unit} resamples in which the row model is "
             "rated above the column model; an outlined cell is an ordering the data supports. "
             f"The two differ in method: support needs the {boot.method} interval of the "
-            "difference (not the raw share) to exclude 0 and the sign test over tasks to pass, "
+            "difference (not the raw share) to exclude 0"
+            + (
+                f", widened {boot.family_factors[-1]:.2f}-fold for the ranking's claims together,"
+                if boot.family_factors
+                else ""
+            )
+            + " and the sign test over tasks to pass, "
             f"so a share above {100 - (100 - LEVEL) / 2:g}% is not by itself a claim. Columns "
             "are numbered as the rows."
         ),
@@ -74,6 +92,22 @@ def _calibration_sentences(cal: R.Calibration) -> list[str]:
     return out
 
 
+def _claim_rule(boot: R.BootstrapInfo) -> str:
+    """The claim rule's bar for the methodology, with the step-down spelled out."""
+    if not boot.family_factors:
+        return f"the {LEVEL}% interval of the difference in log-strength excludes 0"
+    steps = ", ".join(f"{f:.2f}" for f in boot.family_factors)
+    return (
+        f"the {LEVEL}% interval of the difference in log-strength excludes 0 after widening "
+        "about its estimate by a factor that keeps the chance of any wrong claim in the whole "
+        f"ranking at most {100 - LEVEL}% (a step-down on the bootstrap: the factor is the "
+        f"{LEVEL}th percentile, over the resamples, of the largest excursion of any pair not "
+        "yet claimed, each measured against its own interval; claimed pairs leave and the "
+        f"factor is found again, until nothing new is claimed; here {steps}; with two models "
+        "it is 1)"
+    )
+
+
 def method_sentences(block: R.JudgeBlock, n_tasks: int) -> list[str]:
     """Every method statement for one judge block, generated from the block itself."""
     boot = block.bootstrap
@@ -97,19 +131,29 @@ def method_sentences(block: R.JudgeBlock, n_tasks: int) -> list[str]:
             f"the comparison graph in parts; they are {handling}."
         )
     out.append(
-        f"An ordering is claimed when the {LEVEL}% interval of the difference in log-strength "
-        f"excludes 0 and an exact two-sided sign test over the tasks, of which model scored "
-        f"higher on each, gives p <= {1 - LEVEL / 100:.2f} (which needs at least 6 tasks even when all go "
-        "one way). "
+        f"An ordering is claimed when {_claim_rule(boot)} and an exact two-sided sign test "
+        f"over the tasks, of which model scored higher on each, gives p <= "
+        f"{1 - LEVEL / 100:.2f} (which needs at least 6 tasks even when all go one way). "
         "Where two such orderings would imply a third that is not supported (a above c, c above "
         "b, but not a above b), both are withdrawn, so the claims form one consistent order. "
         "Each model's rank range runs from 1 + the models placed above it to N - the models "
         "placed below it."
     )
+    if boot.family_factors:
+        out.append(
+            f"The intervals shown are each pair's own {LEVEL}% ones: a pair whose interval "
+            "excludes 0 but not once widened is not claimed, and its line says so."
+        )
     out.append(
         "Tasks needed to separate two models scale the present interval as 1/sqrt(tasks) with "
-        f"the same critical value as the {boot.method} interval, for 80% odds; they are printed "
-        "to two significant figures, and past 10,000 only as more than 10,000."
+        f"the same critical value as the {boot.method} interval"
+        + (
+            f", widened {boot.family_factors[-1]:.2f}-fold as the claims are"
+            if boot.family_factors
+            else ""
+        )
+        + ", for 80% odds; they are printed to two significant figures, and past 10,000 only "
+        "as more than 10,000."
     )
     positional = block.diagnostics.positional
     if not positional.measurable:

@@ -97,21 +97,22 @@ def record_start(spec: RunSpec, log: EvidenceLog) -> None:
     )  # fmt: skip
 
 
-Fit = Callable[[], tuple[np.ndarray, np.ndarray, PairwiseDifferences] | None]
+Fit = Callable[[], tuple[np.ndarray, np.ndarray, PairwiseDifferences, float] | None]
 
 
 def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
     """Choose, record and return the next adaptive round, or None when the design is done.
 
-    `fit` gives the current ranking as (order, supported, difference intervals) from the
-    report's fit, floors and sign test, or None when there is none to fit yet."""
+    `fit` gives the current ranking as (order, supported, difference intervals, the widening of
+    its family-wise bar) from the report's fit, floors and sign test, or None when there is
+    none to fit yet."""
     recorded = rounds(spec, log)
     if spec.design.kind != "adaptive" or not recorded or recorded[-1].get("stop"):
         return None
     fitted = fit()
     if fitted is None:
         return None
-    order, supported, differences = fitted
+    order, supported, differences, widen = fitted
     models = {name: k for k, name in enumerate(spec.models)}
     tasks = {t.id: k for k, t in enumerate(spec.suite.tasks)}
     m = len(spec.models)
@@ -127,6 +128,7 @@ def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
         pairs_left=budget - len(owed),
         round_pairs=max(1, math.ceil(spec.design.round_share * budget)),
         seed=spec.design.seed * 100_003 + number,
+        widen=widen,
     )  # fmt: skip
     record: Record = {
         "kind": "round", "design": design_key(spec), "round": number, "label": spec.design.label,
@@ -179,7 +181,7 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
     from konkord.evidence.verdicts import combine_verdicts, load_verdicts
     from konkord.stats.gate import gate
 
-    def fit() -> tuple[np.ndarray, np.ndarray, PairwiseDifferences] | None:
+    def fit() -> tuple[np.ndarray, np.ndarray, PairwiseDifferences, float] | None:
         models = {name: k for k, name in enumerate(spec.models)}
         tasks = task_clusters([t.id for t in spec.suite.tasks])  # a turn counts for its task
         done = [
@@ -200,7 +202,8 @@ def ranking_fit(spec: RunSpec, log: EvidenceLog, judge: str, fhash: str) -> Fit:
         if len(stats.connectivity(comp).components) > 1:
             return None
         ranking = gate(stats.bootstrap(comp), comp).ranking
-        return ranking.order, ranking.supported, ranking.differences
+        widen = 1.0 if ranking.family is None else ranking.family.final_factor
+        return ranking.order, ranking.supported, ranking.differences, widen
 
     return fit
 

@@ -124,6 +124,9 @@ def judge_block(
                     p_above=float(diffs.prob_above[a, b]),
                     separated=bool(ranking.supported[a, b] or ranking.supported[b, a]),
                     interval_excludes_zero=diffs.separated(a, b),
+                    family_excludes_zero=None
+                    if ranking.family is None
+                    else ranking.family.excludes_zero(a, b),
                     sign_test_p=None if sign is None else float(sign.p_value[a, b]),
                 )
             )
@@ -168,6 +171,9 @@ def judge_block(
             converged=boot.n_converged,
             disconnected_resamples=boot.n_disconnected,
             disconnected_handling=DISCONNECTED_HANDLING,
+            family_factors=[]
+            if ranking.family is None
+            else [step.factor for step in ranking.family.steps],
         ),
     )
 
