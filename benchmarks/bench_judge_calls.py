@@ -10,10 +10,15 @@ in one process, alternating --repeats times:
   verdict records written to the evidence log and flushed per record), the verdicts and the
   response cache removed before each repeat so every call is made.
 
+With --routes bare-split, the bare route is also timed split over --processes processes (each
+with its own interpreter lock; litellm's worker threads share one), from a common start once
+each has imported litellm: the most a second core could give the stage.
+
 Each prints wall and CPU time (user + sys of the process, threads included) per call, median
 [range] over the repeats. What lies between the two is Konkord's own per-call work.
 
     nice -n 10 python benchmarks/bench_judge_calls.py --tasks 53 --repeats 3   # 20,140 calls
+    python benchmarks/bench_judge_calls.py --routes bare,bare-split --processes 2
     python benchmarks/bench_judge_calls.py --tasks 10 --profile bare      # pyinstrument, to stdout
 """
 
@@ -85,7 +90,7 @@ def bare_calls(root: Path) -> list[dict[str, Any]]:
     from konkord.configuration.runspec import resolve_run
     from konkord.evidence.log import EvidenceLog
     from konkord.providers.llm import DEFAULT_TIMEOUT_S
-    from konkord.stages.judge.judge import judge_messages, judge_settings
+    from konkord.stages.judge.judge_call import judge_messages, judge_settings
     from konkord.stages.judge.owed import judge_items
 
     spec = resolve_run("big")
@@ -127,6 +132,46 @@ async def flushed(route: Any) -> None:
     await GLOBAL_LOGGING_WORKER.flush()
 
 
+def bare_shard(root: Path, shard: int, parts: int, concurrency: int, conn: Any) -> None:
+    """One process of the split bare route: its share of the calls, timed from the parent's go."""
+    sys.path.insert(0, str(REPO))
+    with chdir(root):
+        calls = bare_calls(root)[shard::parts]
+        asyncio.run(flushed(lambda: bare(calls[:50], concurrency)))  # imports, first calls
+        conn.send("ready")
+        conn.recv()
+        cpu = cpu_now()
+        asyncio.run(flushed(lambda: bare(calls, concurrency)))
+        conn.send((len(calls), cpu_now() - cpu))
+
+
+def bare_split(root: Path, parts: int, concurrency: int) -> tuple[float, float]:
+    """The bare route split over `parts` processes (each `concurrency / parts` calls at a time),
+    started and warmed first: (wall from the go to the last one done, CPU of all of them)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # litellm runs threads: no fork
+    pipes = [context.Pipe() for _ in range(parts)]
+    workers = [
+        context.Process(
+            target=bare_shard, args=(root, k, parts, max(1, concurrency // parts), pipes[k][1])
+        )
+        for k in range(parts)
+    ]
+    for worker in workers:
+        worker.start()
+    for mine, _ in pipes:
+        assert mine.recv() == "ready"
+    started = time.perf_counter()
+    for mine, _ in pipes:
+        mine.send("go")
+    done = [mine.recv() for mine, _ in pipes]
+    wall = time.perf_counter() - started
+    for worker in workers:
+        worker.join()
+    return wall, sum(cpu for _, cpu in done)
+
+
 def fresh(root: Path) -> None:
     """No verdicts and no cached replies: every judge call is made again."""
     (root / "runs" / "big" / "verdicts.jsonl").unlink(missing_ok=True)
@@ -143,7 +188,13 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--routes", default="bare,konkord", help="which to time, comma-separated")
+    parser.add_argument(
+        "--routes",
+        default="bare,konkord",
+        help="which to time, comma-separated: bare, konkord, and bare-split (bare litellm over "
+        "--processes processes, each with its own interpreter lock: what a second core could give)",
+    )
+    parser.add_argument("--processes", type=int, default=2, help="for bare-split [2]")
     parser.add_argument("--profile", choices=("bare", "konkord"), help="one run, pyinstrument")
     parser.add_argument("--keep", type=Path, help="make the project here (reused if there)")
     args = parser.parse_args()
@@ -181,9 +232,12 @@ def main() -> None:
             for repeat in range(args.repeats):
                 for name in args.routes.split(","):
                     fresh(root)
-                    cpu, started = cpu_now(), time.perf_counter()
-                    asyncio.run(flushed(routes[name]))
-                    wall, cpu = time.perf_counter() - started, cpu_now() - cpu
+                    if name == "bare-split":
+                        wall, cpu = bare_split(root, args.processes, args.concurrency)
+                    else:
+                        cpu, started = cpu_now(), time.perf_counter()
+                        asyncio.run(flushed(routes[name]))
+                        wall, cpu = time.perf_counter() - started, cpu_now() - cpu
                     walls.setdefault(name, []).append(wall / n * 1e3)
                     cpus.setdefault(name, []).append(cpu / n * 1e3)
                     print(

@@ -10,7 +10,7 @@ shared machine judging 380,000 simulated calls takes long (over an hour under lo
 run has --tasks tasks, each copy a distinct task with its own prompt (its answers' settings hash
 and its verdicts' message hashes made again for that prompt, so every record is current), and
 `report` and `build` are timed on that: the same records, files and pages a judged run of that
-size has. --repeats N times report and build N times each (median and range).
+size has. --repeats N times judge, report and build N times each (median and range).
 
 Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
 (VmHWM of the main process, and the largest peak of any worker process it started). With
@@ -215,7 +215,18 @@ def summary(results: list[dict[str, float | str]]) -> str:
 
 
 # What a step leaves behind, removed before it is timed again (so each repeat does it all).
-MADE_BY = {"report": ("results", ".konkord"), "build": ("public", ".konkord")}
+MADE_BY = {
+    "report": ("results", ".konkord"),
+    "build": ("public", ".konkord"),
+    "judge": ("runs/big/verdicts.jsonl", ".konkord"),  # every call made again: no verdict, no cache
+}
+
+
+def remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def main() -> None:
@@ -239,7 +250,7 @@ def main() -> None:
         help="time --steps (e.g. report,build) again on the --keep projects of an earlier run",
     )
     parser.add_argument(
-        "--repeats", type=int, default=1, help="times report and build are each timed [1]"
+        "--repeats", type=int, default=1, help="times judge, report and build are each timed [1]"
     )
     args = parser.parse_args()
     steps = args.steps.split(",")
@@ -284,7 +295,7 @@ def main() -> None:
                 for name, code in codes.items():  # interleaved: both see the same load
                     if repeat:
                         for made in MADE_BY[step]:
-                            shutil.rmtree(roots[name] / made, ignore_errors=True)
+                            remove(roots[name] / made)
                     done = konkord(roots[name], code, *STEPS[step])
                     results[name].setdefault(step, []).append(done)
                     print(f"  {step} {name} #{repeat + 1}: {figure(done)}", flush=True)
