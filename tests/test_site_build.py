@@ -388,6 +388,55 @@ def test_ctrl_c_while_workers_render_slices_leaves_the_site_as_it_was(
     assert not [p for p in (tmp_path / "public").rglob("*.tmp")]
 
 
+@pytest.mark.parametrize("task_files", [False, True], ids=["inline", "task-files"])
+def test_pages_rendered_before_the_check_from_a_file_it_replaces_are_all_thrown_away(
+    task_files: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Task pages start rendering from the results file as it is while the build checks the
+    run's evidence; here the check replaces that file (with the very file the previous build
+    rendered). The site must be exactly the previous build's: no page of the replaced file
+    (nor of its extra task) kept, none skipped as current because the previous build wrote it
+    from the same inputs. Would catch the head start's pages being used, left behind, or
+    trusted through the previous manifest."""
+    import time
+
+    import konkord.results.files as results_files
+    import konkord.site.parallel as parallel
+    import konkord.stages.build.build as build_module
+
+    if task_files:
+        monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    models = [f"m/model-{k}" for k in range(9)]
+    first = make_results("big", models=models, judges=["j/x"], n_tasks=9)
+    other = make_results("big", models=models, judges=["j/x"], n_tasks=10, seed=1)
+    write_project(tmp_path, [first])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "1")
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(tmp_path / "public")
+    write_results(other, Path("results/big.json"))
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "2")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
+    monkeypatch.setattr(parallel, "SPLIT_MIN_TASKS", 1)
+    seen: list[bool] = []
+
+    def check_that_replaces_the_file(spec: object, offline: bool) -> list[str]:
+        # wait until the head start has written the replaced file's last task page
+        for _ in range(600):
+            if list(tmp_path.glob(".public.building-*/big/tasks/task-010/index.html")):
+                seen.append(True)
+                break
+            time.sleep(0.1)
+        write_results(first, Path("results/big.json"))
+        return []
+
+    monkeypatch.setattr(build_module, "ensure_stages", check_that_replaces_the_file)
+    build_site(OUT, offline=True, runs_file=RUNS)
+    assert seen, "the head start rendered the replaced file's pages"
+    after = snapshot(tmp_path / "public")
+    assert {k: v[1] for k, v in after.items()} == {k: v[1] for k, v in before.items()}
+
+
 def test_slices_cover_every_task_once_in_order() -> None:
     from konkord.site.parallel import slices
 
