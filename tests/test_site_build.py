@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -313,18 +314,36 @@ def test_parallel_build_writes_the_same_bytes(
     assert trees[0] == trees[1]
 
 
-@pytest.mark.parametrize("task_files", [False, True], ids=["inline", "task-files"])
+@pytest.mark.parametrize(
+    ("task_files", "ahead"),
+    [(False, False), (True, False), (False, True), (True, True)],
+    ids=["inline", "task-files", "inline-ahead", "task-files-ahead"],
+)
 def test_a_run_split_into_task_slices_writes_the_same_site(
-    task_files: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    task_files: bool, ahead: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One large run (fewer runs than workers) is rendered in slices of its tasks by two worker
     processes while this process renders its own pages: the same files in the same bytes, the
     same manifest and the same progress line as one process; a run too small to split beside
     it still renders whole in a worker. Would catch a slice losing or repeating a task page,
     a task index in another order or missing rows, a folded task's second page, a results
-    copy, or the manifest's page list left out."""
+    copy, or the manifest's page list left out. With `ahead`, the results files are newer
+    than their inputs, so the slices start before the check (and are used: it changes
+    nothing)."""
+    import os
+
     import konkord.results.files as results_files
     import konkord.site.parallel as parallel
+    import konkord.stages.build.build as build_module
+
+    started: list[object] = []
+
+    def spy(*args: Any) -> Any:
+        found = parallel.render_ahead(*args)
+        started.append(found)
+        return found
+
+    monkeypatch.setattr(build_module, "render_ahead", spy)
 
     if task_files:  # a large run's tasks in a file each, read one at a time in each worker
         monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
@@ -338,6 +357,10 @@ def test_a_run_split_into_task_slices_writes_the_same_site(
         root = tmp_path / name
         root.mkdir()
         write_project(root, runs)
+        if ahead:  # written after runs.json and the suites, as `konkord report` writes them
+            for path in (root / "results").glob("*.json"):
+                later = path.stat().st_mtime_ns + 10**9
+                os.utime(path, ns=(later, later))
         monkeypatch.chdir(root)
         monkeypatch.setenv("KONKORD_BUILD_WORKERS", workers)
         monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
@@ -350,6 +373,7 @@ def test_a_run_split_into_task_slices_writes_the_same_site(
     assert lines[0] == lines[1] == ["run big: 27 pages, 27 written", "run small: 7 pages, 7 written"]
     assert trees[0] == trees[1]
     assert manifests[0] == manifests[1]
+    assert (started != [] and started[-1] is not None) == ahead  # the split build's head start
     assert "big/tasks/task-011/verdicts/index.html" in trees[1]
     assert any(path.startswith("results/big") for path in trees[1])
 

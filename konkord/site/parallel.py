@@ -188,11 +188,15 @@ class Ahead:
         """Wait for the slices of runs not in `keep`, then delete every page they wrote and
         forget it was current: a page rendered from a results file the check replaced is
         never kept, even if the previous build wrote that page from the same inputs."""
-        for name, (_key, early) in list(self.runs.items()):
-            if name in keep:
-                continue
-            del self.runs[name]
+        dropped = [early for name, (_key, early) in self.runs.items() if name not in keep]
+        self.runs = {name: found for name, found in self.runs.items() if name in keep}
+        for early in dropped:  # the slices not started are not started at all
             for future in early.futures:
+                future.cancel()
+        for early in dropped:
+            for future in early.futures:
+                if future.cancelled():
+                    continue
                 try:
                     outcome = future.result()
                 except Exception:  # a slice that failed wrote nothing worth keeping
