@@ -115,7 +115,9 @@ def test_odd_records_are_written_as_their_validated_views(project: Path) -> None
     assert t01["m/a"]["truncated"] and math.isnan(t01["m/a"]["latency_s"])
     assert t01["m/b"]["error"] == "timeout: no reply" and t01["m/c"]["cost_usd"] == 2.0
     assert b'"cost_usd": 2.0' in made[0].json()  # a whole number in the log, a float here
-    failed = [c for c in data["t02"]["comparisons"] if c["model_b"] == "m/c" and c["model_a"] == "m/a"]
+    failed = [
+        c for c in data["t02"]["comparisons"] if (c["model_a"], c["model_b"]) == ("m/a", "m/c")
+    ]
     assert [o["failure"] for o in failed[0]["orders"]] == [
         "unparseable: no VERDICT line: 'Hmm…'",
         "refused",
@@ -157,3 +159,28 @@ def test_a_written_report_holds_the_validated_tasks(
     monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 10**9)  # inline: validated
     write_report(spec, path, FAST)
     assert [validated(task) for task in read_results(path).tasks] == list(expected.values())
+
+
+def test_a_task_file_that_cannot_be_written_stops_the_report_before_its_results_file(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task files are written on a thread of their own: a failure there still reaches
+    # the report, and the results file (which would name the files) is not written.
+    odd_run(project)
+    spec = resolve_run("r")
+    written_before = results_files._write_task
+    calls: list[str] = []
+
+    def failing(folder: Path, task_id: str, data: bytes) -> None:
+        calls.append(task_id)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        written_before(folder, task_id, data)
+
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    monkeypatch.setattr(results_files, "_write_task", failing)
+    path = project / "results" / "r.json"
+    with pytest.raises(OSError, match="No space left"):
+        write_report(spec, path, FAST)
+    assert not path.exists()
+    assert calls == ["t00", "t01"]  # in order, and none after the failure

@@ -296,7 +296,7 @@ def test_reserved_run_name(consistent: Path) -> None:
 def test_parallel_build_writes_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import konkord.site.generate as build_module
+    import konkord.site.parallel as build_module
 
     trees = []
     for name, workers in (("inline", "1"), ("parallel", "2")):
@@ -311,6 +311,93 @@ def test_parallel_build_writes_the_same_bytes(
         assert lines[:2] == ["run one: 8 pages, 8 written", "run two: 7 pages, 7 written"]
         trees.append({k: v[1] for k, v in snapshot(root / "public").items()})
     assert trees[0] == trees[1]
+
+
+@pytest.mark.parametrize("task_files", [False, True], ids=["inline", "task-files"])
+def test_a_run_split_into_task_slices_writes_the_same_site(
+    task_files: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One large run (fewer runs than workers) is rendered in slices of its tasks by two worker
+    processes while this process renders its own pages: the same files in the same bytes, the
+    same manifest and the same progress line as one process; a run too small to split beside
+    it still renders whole in a worker. Would catch a slice losing or repeating a task page,
+    a task index in another order or missing rows, a folded task's second page, a results
+    copy, or the manifest's page list left out."""
+    import konkord.results.files as results_files
+    import konkord.site.parallel as parallel
+
+    if task_files:  # a large run's tasks in a file each, read one at a time in each worker
+        monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    models = [f"m/model-{k}" for k in range(9)]  # 36 pairs: every task page is folded
+    runs = [
+        make_results("big", models=models, judges=["j/x", "j/y"], n_tasks=11),
+        make_results("small", models=["m/a", "m/b"], judges=["j/x"], n_tasks=2),
+    ]
+    trees, lines, manifests = [], [], []
+    for name, workers in (("inline", "1"), ("split", "2")):
+        root = tmp_path / name
+        root.mkdir()
+        write_project(root, runs)
+        monkeypatch.chdir(root)
+        monkeypatch.setenv("KONKORD_BUILD_WORKERS", workers)
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
+        monkeypatch.setattr(parallel, "SPLIT_MIN_TASKS", 5)
+        said: list[str] = []
+        build_site(OUT, offline=True, runs_file=RUNS, progress=said.append)
+        trees.append({k: v[1] for k, v in snapshot(root / "public").items()})
+        lines.append(said[:2])
+        manifests.append(json.loads((root / "public/.konkord-build.json").read_text()))
+    assert lines[0] == lines[1] == ["run big: 27 pages, 27 written", "run small: 7 pages, 7 written"]
+    assert trees[0] == trees[1]
+    assert manifests[0] == manifests[1]
+    assert "big/tasks/task-011/verdicts/index.html" in trees[1]
+    assert any(path.startswith("results/big") for path in trees[1])
+
+
+def test_ctrl_c_while_workers_render_slices_leaves_the_site_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C reaching the build while worker processes render a run's slices: the previous
+    site stays byte for byte, with no staging folder and no temporary file left beside it.
+    Would catch a pool left running into a removed staging folder, or pages written in place."""
+    import multiprocessing
+
+    import konkord.site.parallel as parallel
+
+    models = [f"m/model-{k}" for k in range(9)]
+    write_project(tmp_path, [make_results("big", models=models, judges=["j/x"], n_tasks=9)])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "1")
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(tmp_path / "public")
+    base = tmp_path / "templates/base.html"  # every page is out of date: all re-render
+    base.write_text(base.read_text().replace("</body>", "<!-- edited --></body>"))
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "2")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
+    monkeypatch.setattr(parallel, "SPLIT_MIN_TASKS", 1)
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt  # in this process, while the workers render the slices
+
+    monkeypatch.setattr(parallel, "copy_results", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_site(OUT, offline=True, runs_file=RUNS)
+    assert multiprocessing.active_children() == [], "no worker outlives the build"
+    assert snapshot(tmp_path / "public") == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".public")) == []
+    assert not [p for p in (tmp_path / "public").rglob("*.tmp")]
+
+
+def test_slices_cover_every_task_once_in_order() -> None:
+    from konkord.site.parallel import slices
+
+    for count in (0, 1, 7, 8, 1000):
+        for parts in (1, 3, 8, 50):
+            cut = slices(count, parts)
+            assert [i for part in cut for i in part] == list(range(count))
+            assert len(cut) <= max(1, parts)
+            assert all(len(part) for part in cut) or count == 0
+            assert max(map(len, cut)) - min(map(len, cut)) <= 1
 
 
 def test_invalid_results_file_names_the_field(consistent: Path) -> None:

@@ -1,5 +1,6 @@
-"""Writing the site: each run's pages rendered (in worker processes when there is enough
-work), the site-wide pages, and the extras a static host needs (_headers, 404.html, assets).
+"""Writing the site: each run's pages rendered (`konkord.site.parallel` spreads them over
+worker processes when there is enough work), the site-wide pages, and the extras a static host
+needs (_headers, 404.html, assets).
 
 Every output goes through the incremental writer, so a page whose inputs did not change is
 neither rendered nor written.
@@ -7,7 +8,6 @@ neither rendered nor written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,14 +22,13 @@ from konkord.configuration.runs_config import RunEntry
 from konkord.errors import KonkordError
 from konkord.results.files import load_tasks, task_file_paths, task_files_of
 from konkord.results.schema import SCHEMA_VERSION, Results, read_results
-from konkord.site.incremental import Manifest, OutputWriter, input_hash
+from konkord.site.incremental import OutputWriter, input_hash
 from konkord.site.render import (
     CSP,
     ContentFile,
     PagePlan,
     RunSummary,
     context_fingerprint,
-    load_content,
     make_environment,
     plan_run_pages,
     plan_site_pages,
@@ -115,6 +114,11 @@ class LoadedRun:
         return self.sha if not names else sha256(self.sha + repr(sorted(names.items())))
 
 
+def run_line(run: LoadedRun, pages: dict[str, Any], written: int) -> str:
+    """The progress line of one rendered run."""
+    return f"run {run.entry.name}: {len(pages)} pages, {written} written"
+
+
 def shown_summary(run: LoadedRun) -> RunSummary:
     """The run's summary as the runs index shows it: models and judges by display name."""
     if not run.entry.names:
@@ -196,25 +200,34 @@ class SiteRenderer:
             self.writer.keep(path, digest)
         return cached_pages
 
-    def render_run(self, run: LoadedRun) -> tuple[dict[str, Any], str]:
-        """Parse one results file and render its out-of-date pages; returns its page list and
-        a progress line."""
-        results = load_results_fast(run.path)
-        validate_task_ids(results, run.path)
+    def render_plans(
+        self, run: LoadedRun, plans: Iterable[PagePlan], pages: dict[str, dict[str, Any]]
+    ) -> int:
+        """Render the out-of-date pages among `plans` (one at a time), each listed in `pages`;
+        returns how many were written."""
         before = len(self.writer.written)
-        pages: dict[str, dict[str, Any]] = {}
-        for plan in plan_run_pages(results, self.content, run.entry.names):
+        for plan in plans:
             digest = self.page_digest(plan.template, run.key, plan.content)
             pages[plan.path] = {"template": plan.template, "content": list(plan.content)}
             if self.writer.is_current(plan.path, digest):
                 self.writer.keep(plan.path, digest)
             else:
                 self.render(plan, digest)
-        written = len(self.writer.written) - before
+        return len(self.writer.written) - before
+
+    def render_run(self, run: LoadedRun) -> tuple[dict[str, Any], str]:
+        """Parse one results file and render its out-of-date pages; returns its page list and
+        a progress line."""
+        results = load_results_fast(run.path)
+        validate_task_ids(results, run.path)
+        pages: dict[str, dict[str, Any]] = {}
+        written = self.render_plans(
+            run, plan_run_pages(results, self.content, run.entry.names), pages
+        )
         # The downloadable copy of the results file is written here too (not counted among
         # the pages), so that in a parallel build each worker copies its own run's file.
         copy_results(self.writer, run)
-        return pages, f"run {run.entry.name}: {len(pages)} pages, {written} written"
+        return pages, run_line(run, pages, written)
 
     def site_pages(self, summaries: list[RunSummary]) -> None:
         for plan in plan_site_pages(summaries, self.content):
@@ -225,122 +238,6 @@ class SiteRenderer:
                 self.writer.keep(plan.path, digest)
             else:
                 self.render(plan, digest)
-
-
-@dataclass(frozen=True)
-class RenderJob:
-    """One run to render in a worker process: everything it needs, as absolute paths."""
-
-    run: LoadedRun
-    out: Path
-    templates_dir: Path
-    content_dir: Path
-    previous_outputs: dict[str, str]
-
-
-@dataclass(frozen=True)
-class RenderOutcome:
-    """What a worker did, merged into the main writer afterwards."""
-
-    pages: dict[str, Any]
-    outputs: dict[str, str]
-    written: list[str]
-    unchanged: int
-    line: str
-
-
-# A worker process's renderer: its templates compiled and hashed once, then reused for every
-# run the worker renders. Workers live for one build only, so nothing stale outlives it.
-_worker_renderer: SiteRenderer | None = None
-
-
-def start_worker(templates_dir: Path, content_dir: Path) -> None:
-    """Pool initializer: make this worker's renderer (its writer is replaced per job)."""
-    global _worker_renderer
-    writer = OutputWriter(Path(), Manifest())
-    _worker_renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
-
-
-def render_job(job: RenderJob) -> RenderOutcome:
-    """Render one run in a worker process (module level, so it can be pickled)."""
-    writer = OutputWriter(job.out, Manifest(outputs=job.previous_outputs))
-    renderer = _worker_renderer
-    if renderer is None or renderer.templates_dir != job.templates_dir:
-        renderer = SiteRenderer(job.templates_dir, writer, load_content(job.content_dir))
-    renderer.writer = writer
-    pages, line = renderer.render_run(job.run)
-    return RenderOutcome(pages, writer.current.outputs, writer.written, writer.unchanged, line)
-
-
-# Below this many tasks to render, starting worker processes costs more than it saves.
-PARALLEL_MIN_TASKS = 300
-
-
-def _worker_count() -> int:
-    """Processes to render runs with: one per CPU, or KONKORD_BUILD_WORKERS (1 = in-process)."""
-    setting = os.environ.get("KONKORD_BUILD_WORKERS", "")
-    if setting.isdigit() and int(setting) > 0:
-        return int(setting)
-    return os.cpu_count() or 1
-
-
-def render_runs(
-    renderer: SiteRenderer,
-    runs: list[LoadedRun],
-    out: Path,
-    content_dir: Path,
-    progress: Progress,
-) -> dict[str, dict[str, Any]]:
-    """Render every run that is not current, in parallel when there is enough work; returns
-    each run's page list for the manifest."""
-    pages: dict[str, dict[str, Any]] = {}
-    todo: list[LoadedRun] = []
-    for run in runs:
-        kept = renderer.keep_if_current(run)
-        if kept is None:
-            todo.append(run)
-        else:
-            pages[run.entry.name] = kept
-            progress(f"run {run.entry.name}: {len(kept)} pages, unchanged")
-    workers = min(len(todo), _worker_count())
-    if workers > 1 and sum(run.summary.tasks for run in todo) >= PARALLEL_MIN_TASKS:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        writer = renderer.writer
-        jobs = [
-            RenderJob(
-                run,
-                out.resolve(),
-                renderer.templates_dir.resolve(),
-                content_dir.resolve(),
-                {
-                    path: digest
-                    for path, digest in writer.previous.outputs.items()
-                    if path.startswith(f"{run.entry.name}/")
-                },
-            )
-            for run in todo
-        ]
-        # forkserver, not fork: serve mode has threads running, and forking those is unsafe.
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=start_worker,
-            initargs=(renderer.templates_dir.resolve(), content_dir.resolve()),
-        ) as pool:
-            for job, outcome in zip(jobs, pool.map(render_job, jobs), strict=True):
-                writer.current.outputs.update(outcome.outputs)
-                writer.written.extend(outcome.written)
-                writer.unchanged += outcome.unchanged
-                pages[job.run.entry.name] = outcome.pages
-                progress(outcome.line)
-    else:
-        for run in todo:
-            pages[run.entry.name], line = renderer.render_run(run)
-            progress(line)
-    return pages
 
 
 def _copy_file(writer: OutputWriter, source: Path, target: str, digest: str | None = None) -> None:

@@ -53,6 +53,7 @@ __all__ = [
     "SCRIPT_SRC",
     "ContentFile",
     "PagePlan",
+    "RunPlanner",
     "RunSummary",
     "context_fingerprint",
     "load_content",
@@ -81,9 +82,7 @@ class PagePlan:
 
 def who_is_who(results: Results, names: Mapping[str, str]) -> list[dict[str, Any]]:
     """Every model and judge of the run by role: the name the pages use and its full spec."""
-    first_pass = [
-        b.cascade.first_pass for b in results.judge_blocks if b.cascade is not None
-    ]
+    first_pass = [b.cascade.first_pass for b in results.judge_blocks if b.cascade is not None]
     roles = [
         *((m, "model") for m in results.models),
         *((j, "judge") for j in results.judges),
@@ -99,31 +98,42 @@ def _root(depth: int) -> str:
     return "../" * depth or "./"
 
 
-def plan_run_pages(
-    results: Results, content: Mapping[str, ContentFile], names: Mapping[str, str] | None = None
-) -> Iterator[PagePlan]:
-    """Every page of one run, contexts complete, nothing rendered yet: one at a time, so a
-    task page's context (190 pairs at 20 models) is gone once its page is written. With display
-    `names` (full spec -> name, from runs.json) the pages show the names; each keeps its full
-    spec in a tooltip, and the methodology page lists them all once."""
-    names = names or {}
-    lineup = who_is_who(results, names)
-    tasks = results.tasks
-    if isinstance(tasks, TaskShelf):  # a large run's tasks, renamed one at a time as read
-        results = renamed(results.model_copy(update={"tasks": []}), names)
-        shelf = tasks.showing(lambda task: renamed(task, names)) if names else tasks
-        results = results.model_copy(update={"tasks": shelf})
-    else:
-        results = renamed(results, names)
-    run = results.run
-    header = {**run_header(results), "nav": site_nav(content), "specs": specs_by_name(names)}
+class RunPlanner:
+    """The pages of one run, planned in parts: its own pages (`head`), any slice of its task
+    pages (`tasks`), then the task index (`index`) from the rows the task pages left. A whole
+    run is `plan_run_pages`; a large one is split between worker processes by task slices.
+    With display `names` (full spec -> name, from runs.json) the pages show the names; each
+    keeps its full spec in a tooltip, and the methodology page lists them all once."""
+
+    def __init__(
+        self,
+        results: Results,
+        content: Mapping[str, ContentFile],
+        names: Mapping[str, str] | None = None,
+    ) -> None:
+        names = names or {}
+        self.lineup = who_is_who(results, names)
+        tasks = results.tasks
+        if isinstance(tasks, TaskShelf):  # a large run's tasks, renamed one at a time as read
+            results = renamed(results.model_copy(update={"tasks": []}), names)
+            shelf = tasks.showing(lambda task: renamed(task, names)) if names else tasks
+            results = results.model_copy(update={"tasks": shelf})
+        else:
+            results = renamed(results, names)
+        self.results = results
+        self.content = content
+        self.header = {
+            **run_header(results),
+            "nav": site_nav(content),
+            "specs": specs_by_name(names),
+        }
 
     def page(
-        path: str, template: str, tab: str, extra: dict[str, Any], used: tuple[str, ...] = ()
+        self, path: str, template: str, tab: str, extra: dict[str, Any], used: tuple[str, ...] = ()
     ) -> PagePlan:
         depth = path.count("/")
         context = {
-            **header,
+            **self.header,
             **extra,
             "tab": tab,
             "root": _root(depth),
@@ -131,40 +141,70 @@ def plan_run_pages(
         }
         return PagePlan(path, template, context, used)
 
-    yield page(f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results))
-    yield from [
-        page(
+    def head(self) -> Iterator[PagePlan]:
+        """The run's own pages: leaderboard, methodology, calibration and judges."""
+        results, run = self.results, self.results.run
+        yield self.page(
+            f"{run}/index.html", "leaderboard.html", "leaderboard", leaderboard_context(results)
+        )
+        yield self.page(
             f"{run}/methodology/index.html",
             "methodology.html",
             "methodology",
-            {**methodology_context(results, content), "lineup": lineup},
+            {**methodology_context(results, self.content), "lineup": self.lineup},
             (METHODOLOGY_CONTENT,),
-        ),
-        page(
+        )
+        yield self.page(
             f"{run}/calibration/index.html",
             "calibration.html",
             "calibration",
             calibration_context(results),
-        ),
-        page(f"{run}/judges/index.html", "judges.html", "judges", judges_context(results)),
-    ]
-    # The task index is made from the tasks as their pages are (a large run's are read from
-    # their files one at a time), so it comes after them.
-    rows: list[dict[str, Any]] = []
-    for index in range(len(results.tasks)):
-        task = results.tasks[index]
-        rows.append(task_index_row(task))
-        yield page(
-            f"{run}/tasks/{task.id}/index.html", "task.html", "tasks", task_context(results, index)
         )
-        if is_folded(task):
-            yield page(
-                f"{run}/tasks/{task.id}/verdicts/index.html",
-                "task_verdicts.html",
+        yield self.page(
+            f"{run}/judges/index.html", "judges.html", "judges", judges_context(results)
+        )
+
+    def tasks(self, indices: range, rows: list[dict[str, Any]]) -> Iterator[PagePlan]:
+        """The pages of the tasks at `indices` (one at a time: a task page's context, 190 pairs
+        at 20 models, is gone once its page is written), each task's index row appended to
+        `rows`."""
+        results, run = self.results, self.results.run
+        for index in indices:
+            task = results.tasks[index]
+            rows.append(task_index_row(task))
+            yield self.page(
+                f"{run}/tasks/{task.id}/index.html",
+                "task.html",
                 "tasks",
-                other_verdicts_context(results, index),
+                task_context(results, index),
             )
-    yield page(f"{run}/tasks/index.html", "tasks.html", "tasks", {"rows": rows})
+            if is_folded(task):
+                yield self.page(
+                    f"{run}/tasks/{task.id}/verdicts/index.html",
+                    "task_verdicts.html",
+                    "tasks",
+                    other_verdicts_context(results, index),
+                )
+
+    def index(self, rows: list[dict[str, Any]]) -> PagePlan:
+        """The task index, from every task's row in the run's order."""
+        return self.page(
+            f"{self.results.run}/tasks/index.html", "tasks.html", "tasks", {"rows": rows}
+        )
+
+
+def plan_run_pages(
+    results: Results, content: Mapping[str, ContentFile], names: Mapping[str, str] | None = None
+) -> Iterator[PagePlan]:
+    """Every page of one run, contexts complete, nothing rendered yet: one at a time, so a
+    task page's context is gone once its page is written. The task index is made from the
+    tasks as their pages are (a large run's are read from their files one at a time), so it
+    comes after them."""
+    planner = RunPlanner(results, content, names)
+    yield from planner.head()
+    rows: list[dict[str, Any]] = []
+    yield from planner.tasks(range(len(planner.results.tasks)), rows)
+    yield planner.index(rows)
 
 
 def plan_site_pages(

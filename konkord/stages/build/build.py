@@ -24,12 +24,12 @@ from konkord.site.generate import (
     LoadedRun,
     SiteRenderer,
     folder_pages,
-    render_runs,
     shown_summary,
     write_extras,
 )
 from konkord.site.incremental import Manifest, OutputWriter
 from konkord.site.limits import count_files, refuse_large_file, refuse_large_results
+from konkord.site.parallel import render_runs
 from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
 from konkord.site.staging import staged_site
 

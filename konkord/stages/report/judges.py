@@ -72,6 +72,13 @@ def judge_panel(
     models = list(spec.models)
     model_index = {m: k for k, m in enumerate(models)}
     task_index = task_clusters([t.id for t in spec.suite.tasks])
+    # The index's `in` is a Python call (it answers for a conversation's turns): asked once
+    # per task, not once per verdict.
+    in_suite = {
+        task_id
+        for task_id in {c.task_id for combined in combined_by_judge.values() for c in combined}
+        if task_id in task_index
+    }
     done = {
         judge: [
             c
@@ -80,7 +87,7 @@ def judge_panel(
             and c.winner is not None
             and c.model_a in model_index
             and c.model_b in model_index
-            and c.task_id in task_index
+            and c.task_id in in_suite
         ]
         for judge, combined in combined_by_judge.items()
     }
@@ -97,7 +104,9 @@ def judge_panel(
     )
     figures = panel_figures(panel_data, n_resamples=options.resamples, seed=options.seed)
     # Counted once: every judge's figure and people's read the same answers.
-    lengths = {key: len(text) for key, rec in answers.items() if (text := rec.get("text")) is not None}
+    lengths = {
+        key: len(text) for key, rec in answers.items() if (text := rec.get("text")) is not None
+    }
     steadiness, match = figures.consistency, figures.consensus
     standings = [
         R.JudgeStanding(

@@ -86,10 +86,11 @@ def _fit(
     index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
     task_index = task_clusters(task_ids)
+    in_suite = {task_id for task_id in {it[0] for it in items} if task_id in task_index}
     kept = [
         it for it in items
         if (it[0], it[1]) in features and (it[0], it[2]) in features
-        and it[1] in index and it[2] in index and it[0] in task_index
+        and it[1] in index and it[2] in index and it[0] in in_suite
     ]
     if not kept:
         return None, []
