@@ -159,3 +159,28 @@ def test_a_written_report_holds_the_validated_tasks(
     monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 10**9)  # inline: validated
     write_report(spec, path, FAST)
     assert [validated(task) for task in read_results(path).tasks] == list(expected.values())
+
+
+def test_a_task_file_that_cannot_be_written_stops_the_report_before_its_results_file(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task files are written on a thread of their own: a failure there still reaches
+    # the report, and the results file (which would name the files) is not written.
+    odd_run(project)
+    spec = resolve_run("r")
+    written_before = results_files._write_task
+    calls: list[str] = []
+
+    def failing(folder: Path, task_id: str, data: bytes) -> None:
+        calls.append(task_id)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        written_before(folder, task_id, data)
+
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    monkeypatch.setattr(results_files, "_write_task", failing)
+    path = project / "results" / "r.json"
+    with pytest.raises(OSError, match="No space left"):
+        write_report(spec, path, FAST)
+    assert not path.exists()
+    assert calls == ["t00", "t01"]  # in order, and none after the failure

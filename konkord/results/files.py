@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar, overload
 
@@ -94,36 +96,82 @@ def dump_results(
     ids: list[str] = []
     size = 0
     folder = task_folder(path, results.run)
-    digest = hashlib.sha256()
-    split = False
-    for task in results.tasks if tasks is None else tasks:
-        data = (
-            task.json() if isinstance(task, TaskData) else task.model_dump_json(indent=1).encode()
-        )
-        ids.append(task.id)
-        if not split and size + len(data) > INLINE_TASKS_MAX:
-            split = True
-            folder.mkdir(parents=True, exist_ok=True)
-            for earlier, held_data in held:
-                _write_task(folder, earlier.id, held_data)
-                digest.update(held_data)
-            held = []
-        if split:
-            _write_task(folder, task.id, data)
-            digest.update(data)
-        else:
-            held.append((task, data))
-            size += len(data)
-    if not split:
+    writer: _TaskWriter | None = None
+    try:
+        for task in results.tasks if tasks is None else tasks:
+            data = (
+                task.json()
+                if isinstance(task, TaskData)
+                else task.model_dump_json(indent=1).encode()
+            )
+            ids.append(task.id)
+            if writer is None and size + len(data) > INLINE_TASKS_MAX:
+                folder.mkdir(parents=True, exist_ok=True)
+                writer = _TaskWriter(folder)
+                for earlier, held_data in held:
+                    writer.put(earlier.id, held_data)
+                held = []
+            if writer is not None:
+                writer.put(task.id, data)
+            else:
+                held.append((task, data))
+                size += len(data)
+        sha256 = None if writer is None else writer.finish()
+    finally:
+        if writer is not None:
+            writer.close()
+    if sha256 is None:
         _remove_task_files(folder, keep=set())
         inline = [task.view() if isinstance(task, TaskData) else task for task, _ in held]
         whole = results.model_copy(update={"tasks": inline, "task_files": None})
         return whole.model_dump_json(indent=1).encode() + b"\n"
     _remove_task_files(folder, keep=set(ids))
     fsync_dir(folder)
-    files = TaskFiles(folder=folder.name, ids=ids, sha256=digest.hexdigest())
+    files = TaskFiles(folder=folder.name, ids=ids, sha256=sha256)
     summary = results.model_copy(update={"tasks": [], "task_files": files})
     return summary.model_dump_json(indent=1).encode() + b"\n"
+
+
+class _TaskWriter:
+    """Task files written, and hashed in their order, on a thread of their own while the next
+    tasks are made (writing a file and hashing its bytes let go of the interpreter); a few
+    files' bytes wait at most, so memory stays one task's worth."""
+
+    PENDING = 8
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.digest = hashlib.sha256()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-tasks")
+        self._pending: deque[Future[None]] = deque()
+        self._failed = False
+
+    def put(self, task_id: str, data: bytes) -> None:
+        """Write one task's file (after those put before it)."""
+        self._pending.append(self._pool.submit(self._write, task_id, data))
+        while len(self._pending) > self.PENDING:
+            self._pending.popleft().result()  # a failed write is raised here
+
+    def _write(self, task_id: str, data: bytes) -> None:
+        if self._failed:  # nothing after a failed write: the report stops at it
+            return
+        try:
+            _write_task(self.folder, task_id, data)
+        except BaseException:
+            self._failed = True
+            raise
+        self.digest.update(data)
+
+    def finish(self) -> str:
+        """Wait for every file to be written; the hash of their bytes, in order."""
+        while self._pending:
+            self._pending.popleft().result()
+        return self.digest.hexdigest()
+
+    def close(self) -> None:
+        """Stop the thread (files not yet written are dropped: the results file that would
+        name them is not written)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _write_task(folder: Path, task_id: str, data: bytes) -> None:

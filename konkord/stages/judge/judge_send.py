@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError, NotLaunched
-from konkord.evidence.log import AsyncAppender, EvidenceLog, Record
+from konkord.evidence.log import EvidenceLog, Record
 from konkord.providers.batch import BatchClient
 from konkord.providers.calls import CallResult
 from konkord.providers.llm import CallSettings, ModelClient
@@ -42,33 +42,45 @@ WRITE_SLICE = 2000  # batched replies turned into records and written at a time
 
 
 class VerdictWriter:
-    """Appends verdicts as they land, without holding up the calls, then counts them."""
+    """Appends verdicts as they land, without holding up the calls, then counts them.
+
+    One writer task at a time takes every verdict queued so far and appends them with one write
+    and one fsync, in a thread (`EvidenceLog.append_many`); verdicts that land meanwhile go out
+    together in its next write. A verdict is counted (`land`) once it is on disk. At 380,000
+    calls, a task, a gather and a shielded future per verdict were a fifth of the stage's own
+    work; a list append is what a verdict costs now.
+    """
 
     def __init__(self, log: EvidenceLog, land: Callable[[list[Judged]], None]) -> None:
+        log.path("verdicts")  # refuse an unknown stream now, not in the writer
         self.log = log
         self.land = land
-        self.appender = AsyncAppender(log, "verdicts")
-        self.writing: set[asyncio.Task[None]] = set()
+        self.pending: list[Judged] = []
+        self.writer: asyncio.Task[None] | None = None
         self.error: KonkordError | None = None
 
     def add(self, judged: list[Judged]) -> None:
         """Queue these verdicts for the evidence (raises an earlier write's failure)."""
         self.check()
         if judged:
-            task = asyncio.ensure_future(self._write(judged))
-            self.writing.add(task)
-            task.add_done_callback(self.writing.discard)
+            self.pending += judged
+            if self.writer is None or self.writer.done():
+                self.writer = asyncio.ensure_future(self._write())
 
-    async def _write(self, judged: list[Judged]) -> None:
-        try:
-            await asyncio.gather(*(self.appender.append(record) for _, record, _ in judged))
-        except OSError as exc:
-            self.error = self.error or KonkordError(
-                f"{self.log.path('verdicts')}: cannot write ({exc.strerror or exc}); the "
-                "verdicts saved so far are kept: fix this and run the same command again"
-            )
-            return
-        self.land(judged)
+    async def _write(self) -> None:
+        while self.pending:
+            batch, self.pending = self.pending, []
+            try:
+                records = [record for _, record, _ in batch]
+                await asyncio.to_thread(self.log.append_many, "verdicts", records)
+            except OSError as exc:
+                self.error = self.error or KonkordError(
+                    f"{self.log.path('verdicts')}: cannot write ({exc.strerror or exc}); the "
+                    "verdicts saved so far are kept: fix this and run the same command again"
+                )
+                self.pending.clear()
+                return
+            self.land(batch)
 
     def check(self) -> None:
         if self.error is not None:
@@ -76,8 +88,8 @@ class VerdictWriter:
 
     async def drain(self) -> None:
         """Wait until every verdict queued is on disk (raises a write's failure)."""
-        while self.writing:
-            await asyncio.gather(*self.writing)
+        while self.writer is not None and not self.writer.done():
+            await self.writer
         self.check()
 
 
