@@ -23,6 +23,8 @@ Each interval is held to the value its estimator aims at under that design with 
   neighbours          correctly supported neighbouring orderings (of 19, true order), mean
   claims              supported orderings, mean
   wrong claim         fields with at least one wrong claim (target <= 5%)
+  any claim           fields with any claim at all: with --scale 0 (every model equal) every
+                      claim is wrong, and this is the chance of a wrong claim (target <= 5%)
   cover log-strength  coverage of each model's own log-strength (so rating) interval
   cover expected / raw win rate   each model's own win-rate intervals
   cover differences   all 190 pairwise difference intervals, and the 19 true neighbours'
@@ -147,6 +149,7 @@ def score(field: SimulatedField, rows: np.ndarray, gated: GatedRanking) -> dict[
         "interval only": float((d.lower[upper, lower] > 0).sum()),
         "claims": float(sup.sum()),
         "wrong": float(bool((sup & (target < 0)).any())),
+        "any": float(bool(sup.any())),
         "cover beta": float(covered(own["log_strength"], beta).mean()),
         "cover ewr": float(covered(own["expected_win_rate"], ewr).mean()),
         "cover raw": float(covered(own["raw_win_rate"], raw).mean()),
@@ -160,6 +163,7 @@ COLUMNS = (
     "interval only",
     "claims",
     "wrong",
+    "any",
     "cover beta",
     "cover ewr",
     "cover raw",
@@ -221,15 +225,17 @@ def main() -> None:
         f"budget {args.share:.0%} of all-pairs calls; {took:.0f} s"
     )
     print("| design | calls used | neighbours separated (of "
-          f"{m - 1}) | claims | fields with a wrong claim | cover log-strength | "
+          f"{m - 1}) | claims | fields with a wrong claim | fields with any claim | "
+          "cover log-strength | "
           "cover expected win rate | cover raw win rate | cover differences (all pairs) | "
           "cover differences (neighbours) |")  # fmt: skip
-    print("|---" * 10 + "|")
+    print("|---" * 11 + "|")
     for name, rows_ in results.items():
         mean = {key: float(np.mean([r[key] for r in rows_])) for key in COLUMNS}
         print(
             f"| {name} | {np.mean(used[name]):.1%} | {mean['neighbours']:.2f} | "
-            f"{mean['claims']:.1f} | {mean['wrong']:.1%} | {mean['cover beta']:.1%} | "
+            f"{mean['claims']:.1f} | {mean['wrong']:.1%} | {mean['any']:.1%} | "
+            f"{mean['cover beta']:.1%} | "
             f"{mean['cover ewr']:.1%} | {mean['cover raw']:.1%} | {mean['cover diff']:.1%} | "
             f"{mean['cover nbr']:.1%} |"
         )

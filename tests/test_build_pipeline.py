@@ -105,3 +105,60 @@ def test_a_real_model_without_credentials_names_the_variable(
     assert "run sim-run: answers: 6 missing" in output
     assert "OPENAI_API_KEY" in output
     assert not (project / "runs" / "sim-run" / "answers.jsonl").exists()
+
+
+def test_labels_added_after_the_report_with_their_time_set_back_still_show(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hostile edit the head start cannot see: a label appended after the report, its log's
+    modification time set back before the results file's. The task pages start rendering
+    from the old results file; the check finds the file stale and makes it again, and the
+    site must be the one the new file makes, byte for byte (a fresh one-process build of the
+    same evidence). Would catch pages of the stale file kept or left behind."""
+    import os
+    import shutil
+
+    import konkord.site.parallel as parallel
+    import konkord.stages.build.build as build_module
+
+    write_project(project, [SIM_RUN])
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "1")
+    assert build()[0] == 0
+    results = project / "results" / "sim-run.json"
+    labels = project / "runs" / "sim-run" / "labels.jsonl"
+    record = json.loads(labels.read_text().splitlines()[0])
+    record["winner"] = "tie" if record["winner"] != "tie" else record["model_a"]
+    with labels.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+    shutil.rmtree(project / "public")  # every page to render: the head start has work
+    for path in project.rglob("*"):  # everything older than the results file again
+        if path.is_file() and path != results and not path.is_symlink():
+            early = results.stat().st_mtime_ns - 10**9
+            os.utime(path, ns=(early, early))
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "2")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
+    monkeypatch.setattr(parallel, "SPLIT_MIN_TASKS", 1)
+    started: list[object] = []
+
+    def spy(*args: object) -> object:
+        found = parallel.render_ahead(*args)  # type: ignore[arg-type]
+        started.append(found)
+        return found
+
+    monkeypatch.setattr(build_module, "render_ahead", spy)
+    code, output = build()
+    assert code == 0, output
+    assert started and started[0] is not None, "the head start rendered the stale file"
+    assert "computing results/sim-run.json" in output
+
+    def site() -> dict[str, bytes]:
+        public = project / "public"
+        return {p.relative_to(public).as_posix(): p.read_bytes() for p in public.rglob("*") if p.is_file()}
+
+    hostile = site()
+    shutil.rmtree(project / "public")
+    shutil.rmtree(project / ".konkord" / "build", ignore_errors=True)
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "1")
+    code, output = build()
+    assert code == 0, output
+    assert site() == hostile

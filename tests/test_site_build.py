@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -313,18 +314,36 @@ def test_parallel_build_writes_the_same_bytes(
     assert trees[0] == trees[1]
 
 
-@pytest.mark.parametrize("task_files", [False, True], ids=["inline", "task-files"])
+@pytest.mark.parametrize(
+    ("task_files", "ahead"),
+    [(False, False), (True, False), (False, True), (True, True)],
+    ids=["inline", "task-files", "inline-ahead", "task-files-ahead"],
+)
 def test_a_run_split_into_task_slices_writes_the_same_site(
-    task_files: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    task_files: bool, ahead: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One large run (fewer runs than workers) is rendered in slices of its tasks by two worker
     processes while this process renders its own pages: the same files in the same bytes, the
     same manifest and the same progress line as one process; a run too small to split beside
     it still renders whole in a worker. Would catch a slice losing or repeating a task page,
     a task index in another order or missing rows, a folded task's second page, a results
-    copy, or the manifest's page list left out."""
+    copy, or the manifest's page list left out. With `ahead`, the results files are newer
+    than their inputs, so the slices start before the check (and are used: it changes
+    nothing)."""
+    import os
+
     import konkord.results.files as results_files
     import konkord.site.parallel as parallel
+    import konkord.stages.build.build as build_module
+
+    started: list[object] = []
+
+    def spy(*args: Any) -> Any:
+        found = parallel.render_ahead(*args)
+        started.append(found)
+        return found
+
+    monkeypatch.setattr(build_module, "render_ahead", spy)
 
     if task_files:  # a large run's tasks in a file each, read one at a time in each worker
         monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
@@ -338,6 +357,10 @@ def test_a_run_split_into_task_slices_writes_the_same_site(
         root = tmp_path / name
         root.mkdir()
         write_project(root, runs)
+        if ahead:  # written after runs.json and the suites, as `konkord report` writes them
+            for path in (root / "results").glob("*.json"):
+                later = path.stat().st_mtime_ns + 10**9
+                os.utime(path, ns=(later, later))
         monkeypatch.chdir(root)
         monkeypatch.setenv("KONKORD_BUILD_WORKERS", workers)
         monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
@@ -350,6 +373,7 @@ def test_a_run_split_into_task_slices_writes_the_same_site(
     assert lines[0] == lines[1] == ["run big: 27 pages, 27 written", "run small: 7 pages, 7 written"]
     assert trees[0] == trees[1]
     assert manifests[0] == manifests[1]
+    assert (started != [] and started[-1] is not None) == ahead  # the split build's head start
     assert "big/tasks/task-011/verdicts/index.html" in trees[1]
     assert any(path.startswith("results/big") for path in trees[1])
 
@@ -386,6 +410,55 @@ def test_ctrl_c_while_workers_render_slices_leaves_the_site_as_it_was(
     assert snapshot(tmp_path / "public") == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".public")) == []
     assert not [p for p in (tmp_path / "public").rglob("*.tmp")]
+
+
+@pytest.mark.parametrize("task_files", [False, True], ids=["inline", "task-files"])
+def test_pages_rendered_before_the_check_from_a_file_it_replaces_are_all_thrown_away(
+    task_files: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Task pages start rendering from the results file as it is while the build checks the
+    run's evidence; here the check replaces that file (with the very file the previous build
+    rendered). The site must be exactly the previous build's: no page of the replaced file
+    (nor of its extra task) kept, none skipped as current because the previous build wrote it
+    from the same inputs. Would catch the head start's pages being used, left behind, or
+    trusted through the previous manifest."""
+    import time
+
+    import konkord.results.files as results_files
+    import konkord.site.parallel as parallel
+    import konkord.stages.build.build as build_module
+
+    if task_files:
+        monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    models = [f"m/model-{k}" for k in range(9)]
+    first = make_results("big", models=models, judges=["j/x"], n_tasks=9)
+    other = make_results("big", models=models, judges=["j/x"], n_tasks=10, seed=1)
+    write_project(tmp_path, [first])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "1")
+    build_site(OUT, offline=True, runs_file=RUNS)
+    before = snapshot(tmp_path / "public")
+    write_results(other, Path("results/big.json"))
+    monkeypatch.setenv("KONKORD_BUILD_WORKERS", "2")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_TASKS", 1)
+    monkeypatch.setattr(parallel, "SPLIT_MIN_TASKS", 1)
+    seen: list[bool] = []
+
+    def check_that_replaces_the_file(spec: object, offline: bool) -> list[str]:
+        # wait until the head start has written the replaced file's last task page
+        for _ in range(600):
+            if list(tmp_path.glob(".public.building-*/big/tasks/task-010/index.html")):
+                seen.append(True)
+                break
+            time.sleep(0.1)
+        write_results(first, Path("results/big.json"))
+        return []
+
+    monkeypatch.setattr(build_module, "ensure_stages", check_that_replaces_the_file)
+    build_site(OUT, offline=True, runs_file=RUNS)
+    assert seen, "the head start rendered the replaced file's pages"
+    after = snapshot(tmp_path / "public")
+    assert {k: v[1] for k, v in after.items()} == {k: v[1] for k, v in before.items()}
 
 
 def test_slices_cover_every_task_once_in_order() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from konkord.stats.familywise import excursions, order_statistic, step_down, widened
+from konkord.stats.familywise import excursions, order_statistic, step_down, t_tail, widened
 from konkord.stats.planning import planned_tasks, tasks_to_separate
 from konkord.stats.ranking import Ranking, consistent, rank, rank_ranges
 from konkord.stats.ranking_text import describe_claims, not_separated_text
@@ -188,3 +188,17 @@ def test_planning_and_words_use_the_family_wise_bar() -> None:
     assert "every claim of this ranking together" in text
     assert "tasks would give" in text or "too uncertain" in text
     assert describe_claims(ranking, [str(k) for k in range(12)])
+
+
+def test_t_tails_reach_further_out_at_the_widened_level() -> None:
+    from scipy import stats as reference
+
+    assert t_tail(1.0, 0.95, 30) == 1.0
+    assert t_tail(1.8, 0.95, 30) > t_tail(1.8, 0.95, 200) > t_tail(1.8, 0.95, 100_000) > 1.0
+    assert t_tail(1.8, 0.95, 100_000) == pytest.approx(1.0, abs=1e-3)
+    z = reference.norm.ppf(0.975)
+    wide = 1.8 * z
+    want = (reference.t.ppf(reference.norm.cdf(wide), 29) / wide) / (
+        reference.t.ppf(0.975, 29) / z
+    )
+    assert t_tail(1.8, 0.95, 30) == pytest.approx(want, rel=1e-9)

@@ -93,7 +93,9 @@ def test_the_leaderboard_ranks_each_turn_with_intervals(
     assert rows.count() == sum(len(t["ratings"]) for t in turns) == 6
     assert plot.locator("line.interval").count() == 6
     labels = plot.locator("text.label").all_text_contents()
-    assert labels[:2] == [f"juniper, turn {k} (rank 1–{2 if k == 2 else 3})" for k in (1, 2)]
+    # 8 tasks per turn: no ordering clears the bar that holds a ranking's claims together
+    # (turn 2's juniper above larch did at 95% per pair), so every rank range is 1-3
+    assert labels[:2] == [f"juniper, turn {k} (rank 1–3)" for k in (1, 2)]
     box = plot.bounding_box()
     assert box is not None and box["width"] <= width
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

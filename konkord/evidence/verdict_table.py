@@ -248,13 +248,12 @@ class _TrimmedBuilder(_Builder):
 def _trim_heap() -> None:
     """Give the C heap's free pages back to the system (glibc's malloc_trim): the chunks of
     records parsed and dropped leave holes that numpy's later arrays (mapped on their own) do
-    not reuse, and that would otherwise count in the process's memory to the end."""
+    not reuse, and that would otherwise count in the process's memory to the end. Found among
+    the symbols the interpreter already has: `ctypes.util.find_library` would start
+    `ldconfig`, a process forked from this one (200 MB by then; its peak is what a parent's
+    count of its children's memory shows)."""
+    import contextlib
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        libc.malloc_trim(0)
-    except (OSError, AttributeError, TypeError):
-        pass  # not glibc: nothing to do
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc: nothing to do
+        ctypes.CDLL(None).malloc_trim(0)

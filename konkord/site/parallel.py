@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,9 @@ def render_job(job: RenderJob) -> RenderOutcome:
         pages = {}
         renderer.render_plans(job.run, planner.tasks(job.tasks, rows), pages)
         line = ""
-    return RenderOutcome(pages, writer.current.outputs, writer.written, writer.unchanged, line, rows)
+    return RenderOutcome(
+        pages, writer.current.outputs, writer.written, writer.unchanged, line, rows
+    )
 
 
 def worker_count() -> int:
@@ -124,17 +126,132 @@ class _SplitRun:
     futures: list[Future[RenderOutcome]]
 
 
+def _pool(templates_dir: Path, content_dir: Path, workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    # spawn, not fork: serve mode has threads running, and forking those is unsafe. Not
+    # forkserver either: its workers are the server's children, and their CPU time and peak
+    # memory would be missing from this process's own account (and from bench_scale's).
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=start_worker,
+        initargs=(templates_dir.resolve(), content_dir.resolve()),
+    )
+
+
+def _previous_of(writer: OutputWriter, run: LoadedRun) -> dict[str, str]:
+    return {
+        path: digest
+        for path, digest in writer.previous.outputs.items()
+        if path.startswith(f"{run.entry.name}/")
+    }
+
+
+def _submit_slices(
+    pool: ProcessPoolExecutor,
+    renderer: SiteRenderer,
+    run: LoadedRun,
+    out: Path,
+    content_dir: Path,
+    workers: int,
+) -> _SplitRun:
+    """Check a large run's task ids, then hand its task slices to the pool."""
+    results = load_results_fast(run.path)
+    validate_task_ids(results, run.path)  # before any worker makes a folder of one
+    planner = RunPlanner(results, renderer.content, run.entry.names)
+    parts = slices(len(planner.results.tasks), workers * SLICES_PER_WORKER)
+    previous = _previous_of(renderer.writer, run)
+    paths = (out.resolve(), renderer.templates_dir.resolve(), content_dir.resolve())
+    futures = [pool.submit(render_job, RenderJob(run, *paths, previous, part)) for part in parts]
+    return _SplitRun(planner, {}, 0, futures)
+
+
+@dataclass
+class Ahead:
+    """Large runs' task slices handed to worker processes before `konkord build` has checked
+    that nothing is owed (the check reads every run's evidence, about a quarter of a large
+    build): they render while it reads. A slice is used only if its run's results file is,
+    after the check, the one it was rendered from (same hash, same display names); else what
+    it wrote is deleted and the run is rendered again."""
+
+    pool: ProcessPoolExecutor
+    workers: int
+    runs: dict[str, tuple[str, _SplitRun]] = field(default_factory=dict)  # name -> (key, slices)
+
+    def take(self, run: LoadedRun) -> _SplitRun | None:
+        """The run's slices if they were rendered from its results file as checked."""
+        early = self.runs.get(run.entry.name)
+        return early[1] if early is not None and early[0] == run.key else None
+
+    def discard(self, writer: OutputWriter, keep: set[str]) -> None:
+        """Wait for the slices of runs not in `keep`, then delete every page they wrote and
+        forget it was current: a page rendered from a results file the check replaced is
+        never kept, even if the previous build wrote that page from the same inputs."""
+        dropped = [early for name, (_key, early) in self.runs.items() if name not in keep]
+        self.runs = {name: found for name, found in self.runs.items() if name in keep}
+        for early in dropped:  # the slices not started are not started at all
+            for future in early.futures:
+                future.cancel()
+        for early in dropped:
+            for future in early.futures:
+                if future.cancelled():
+                    continue
+                try:
+                    outcome = future.result()
+                except Exception:  # a slice that failed wrote nothing worth keeping
+                    continue
+                for path in outcome.written:
+                    (writer.out / path).unlink(missing_ok=True)
+                    writer.previous.outputs.pop(path, None)
+
+    def close(self) -> None:
+        """Stop the pool: pending slices cancelled, running ones waited for."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def render_ahead(
+    renderer: SiteRenderer, runs: list[LoadedRun], out: Path, content_dir: Path
+) -> Ahead | None:
+    """Start the task slices of every large run that is not current, in a pool of workers;
+    None when there are not two workers or no such run. `renderer`'s writer is the build's
+    (nothing is recorded in it here)."""
+    workers = worker_count()
+    scratch = SiteRenderer(renderer.templates_dir, OutputWriter(out, renderer.writer.previous),
+                           renderer.content)  # fmt: skip
+    big = [
+        run
+        for run in runs
+        if run.summary.tasks >= SPLIT_MIN_TASKS and scratch.keep_if_current(run) is None
+    ]
+    if workers < 2 or sum(run.summary.tasks for run in big) < PARALLEL_MIN_TASKS:
+        return None
+    ahead = Ahead(_pool(renderer.templates_dir, content_dir, workers), workers)
+    try:
+        for run in big:
+            early = _submit_slices(ahead.pool, renderer, run, out, content_dir, workers)
+            ahead.runs[run.entry.name] = (run.key, early)
+    except BaseException:
+        ahead.close()
+        raise
+    return ahead
+
+
 def render_runs(
     renderer: SiteRenderer,
     runs: list[LoadedRun],
     out: Path,
     content_dir: Path,
     progress: Progress,
+    ahead: Ahead | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Render every run that is not current, in parallel when there is enough work; returns
-    each run's page list for the manifest."""
+    """Render every run that is not current, in parallel when there is enough work (using
+    the slices rendered `ahead` where they still hold); returns each run's page list for the
+    manifest."""
     pages: dict[str, dict[str, Any]] = {}
     todo: list[LoadedRun] = []
+    if ahead is not None:  # first, so that no page it wrote from a replaced file looks current
+        ahead.discard(renderer.writer, {run.entry.name for run in runs if ahead.take(run)})
     for run in runs:
         kept = renderer.keep_if_current(run)
         if kept is None:
@@ -142,9 +259,16 @@ def render_runs(
         else:
             pages[run.entry.name] = kept
             progress(f"run {run.entry.name}: {len(kept)} pages, unchanged")
+    if ahead is not None:
+        pages.update(_render_in_workers(renderer, todo, out, content_dir, ahead, progress))
+        return pages
     workers = worker_count()
     if workers > 1 and sum(run.summary.tasks for run in todo) >= PARALLEL_MIN_TASKS:
-        pages.update(_render_in_workers(renderer, todo, out, content_dir, workers, progress))
+        pool = Ahead(_pool(renderer.templates_dir, content_dir, workers), workers)
+        try:
+            pages.update(_render_in_workers(renderer, todo, out, content_dir, pool, progress))
+        finally:
+            pool.close()
     else:
         for run in todo:
             pages[run.entry.name], line = renderer.render_run(run)
@@ -157,24 +281,13 @@ def _render_in_workers(
     todo: list[LoadedRun],
     out: Path,
     content_dir: Path,
-    workers: int,
+    ahead: Ahead,
     progress: Progress,
 ) -> dict[str, dict[str, Any]]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
+    """Render `todo` with the pool of `ahead` (its slices of a run used where they hold);
+    the caller closes the pool."""
     writer = renderer.writer
-
-    def job(run: LoadedRun, tasks: range | None = None) -> RenderJob:
-        previous = {
-            path: digest
-            for path, digest in writer.previous.outputs.items()
-            if path.startswith(f"{run.entry.name}/")
-        }
-        return RenderJob(
-            run, out.resolve(), renderer.templates_dir.resolve(), content_dir.resolve(), previous,
-            tasks,
-        )  # fmt: skip
+    pool, workers = ahead.pool, ahead.workers
 
     def merge(outcome: RenderOutcome) -> None:
         writer.current.outputs.update(outcome.outputs)
@@ -182,57 +295,42 @@ def _render_in_workers(
         writer.unchanged += outcome.unchanged
 
     pages: dict[str, dict[str, Any]] = {}
-    # spawn, not fork: serve mode has threads running, and forking those is unsafe. Not
-    # forkserver either: its workers are the server's children, and their CPU time and peak
-    # memory would be missing from this process's own account (and from bench_scale's).
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=start_worker,
-        initargs=(renderer.templates_dir.resolve(), content_dir.resolve()),
-    )
-    try:
-        whole: dict[str, Future[RenderOutcome]] = {}
-        split: dict[str, _SplitRun] = {}
-        for run in todo:
-            if run.summary.tasks < SPLIT_MIN_TASKS:
-                whole[run.entry.name] = pool.submit(render_job, job(run))
-                continue
-            results = load_results_fast(run.path)
-            validate_task_ids(results, run.path)  # before any worker makes a folder of one
-            planner = RunPlanner(results, renderer.content, run.entry.names)
-            parts = slices(len(planner.results.tasks), workers * SLICES_PER_WORKER)
-            futures = [pool.submit(render_job, job(run, part)) for part in parts]
-            split[run.entry.name] = _SplitRun(planner, {}, 0, futures)
-        # While the workers render task pages, this process renders the runs' own pages.
-        for run in todo:
-            if run.entry.name in split:
-                done = split[run.entry.name]
-                done.written += renderer.render_plans(run, done.planner.head(), done.pages)
-                copy_results(writer, run)
-        for run in todo:
-            name = run.entry.name
-            if name in whole:
-                outcome = whole[name].result()
-                merge(outcome)
-                pages[name] = outcome.pages
-                progress(outcome.line)
-                continue
-            done = split[name]
-            rows: list[dict[str, Any]] = []
-            for future in done.futures:
-                outcome = future.result()
-                merge(outcome)
-                done.pages.update(outcome.pages)
-                done.written += len(outcome.written)
-                rows += outcome.rows
-            index = done.planner.index(rows)
-            done.written += renderer.render_plans(run, [index], done.pages)
-            pages[name] = done.pages
-            progress(run_line(run, done.pages, done.written))
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+    whole: dict[str, Future[RenderOutcome]] = {}
+    split: dict[str, _SplitRun] = {}
+    for run in todo:
+        early = ahead.take(run)
+        if early is not None:
+            split[run.entry.name] = early
+        elif run.summary.tasks < SPLIT_MIN_TASKS:
+            paths = (out.resolve(), renderer.templates_dir.resolve(), content_dir.resolve())
+            job = RenderJob(run, *paths, _previous_of(writer, run))
+            whole[run.entry.name] = pool.submit(render_job, job)
+        else:
+            split[run.entry.name] = _submit_slices(pool, renderer, run, out, content_dir, workers)
+    # While the workers render task pages, this process renders the runs' own pages.
+    for run in todo:
+        if run.entry.name in split:
+            done = split[run.entry.name]
+            done.written += renderer.render_plans(run, done.planner.head(), done.pages)
+            copy_results(writer, run)
+    for run in todo:
+        name = run.entry.name
+        if name in whole:
+            outcome = whole[name].result()
+            merge(outcome)
+            pages[name] = outcome.pages
+            progress(outcome.line)
+            continue
+        done = split[name]
+        rows: list[dict[str, Any]] = []
+        for future in done.futures:
+            outcome = future.result()
+            merge(outcome)
+            done.pages.update(outcome.pages)
+            done.written += len(outcome.written)
+            rows += outcome.rows
+        index = done.planner.index(rows)
+        done.written += renderer.render_plans(run, [index], done.pages)
+        pages[name] = done.pages
+        progress(run_line(run, done.pages, done.written))
     return pages

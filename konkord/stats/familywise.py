@@ -12,19 +12,29 @@ each pair's excursion measured against its own interval:
    interval's side (the draw below the estimate against the lower side, above it against
    the upper), divided by that multiple's own 95th percentile over the resamples (so that,
    pair by pair, exceeding 1 happens in 5% of resamples). The largest of these over S is the
-   resample's worst excursion; `factor` is its 95th percentile (never below 1).
+   resample's worst excursion; `factor` is its 95th percentile (never below 1), taken a
+   little further where the intervals have t tails (`t_tail`: their few-unit correction is
+   larger out at the widened level than at 95%).
 3. Each pair of S gets its interval widened `factor`-fold about its estimate (floors
    included: both sides are widened); a pair whose widened interval excludes 0 and whose
    sign test agrees is claimed and leaves S.
 4. Repeat with the smaller S until a step claims nothing.
 
 With one pair the factor is exactly 1 and the claim is the per-pair one. The bootstrap
-supplies how the pairs stray together (neighbours' differences share models, so they are
-correlated and the factor is far below Bonferroni's), each pair's own interval its scale and
-shape: a BCa interval stays skewed, an expanded one keeps its expansion, a jackknife-t one its
-width. A high quantile of the maximum needs only the 5% of resamples where the worst pair
-strays most (50 of 1,000), not each pair's 0.03% tails (which 1,000 resamples cannot resolve).
-The sign test stays a per-pair gate (it only withholds claims).
+supplies how the pairs stray together (where their differences are correlated the factor
+falls below a Bonferroni bound; on the simulated 20-model fields of bench_design, 40 fields
+at 300 resamples, it was not far from the normal Bonferroni figure: a median 1.87 at the first
+step over 190 pairs against 1.86, and 1.58 at the last), each pair's own interval its scale
+and shape: a BCa interval stays skewed, an expanded one keeps its expansion, a jackknife-t
+one its width. A high quantile of the maximum needs only the 5% of resamples where the worst
+pair strays most (50 of 1,000), not each pair's 0.03% tails (which 1,000 resamples cannot
+resolve). The sign test stays a per-pair gate (it only withholds claims).
+
+On bench_design's 400 fields (1,000 resamples) fields with a wrong claim fell from 6.8% to
+0.8% with every pair judged; with all twenty models equal, fields with any claim from 83.5% to
+6.8% (1.8 points above the aim, standard error 1.3; each pair's own interval covered 94.7%).
+The price is power: neighbours separated fell from 8.41 to 5.29 of 19, and at a quarter of
+the calls (random, adaptive) from 2.85 and 3.20 to 0.63 and 0.69.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy.special import ndtr, ndtri, stdtrit
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -94,6 +105,22 @@ def excursions(
     return out.astype(np.float32)
 
 
+def t_tail(factor: float, level: float, units: int) -> float:
+    """How much further t tails with units - 1 degrees of freedom reach than normal ones at
+    the widened level than at `level`: the bootstrap's widening is on the normal scale of its
+    draws, and an expanded (Hesterberg) or jackknife-t interval takes t tails, which part
+    further from the normal the further out they are read (1.2% more at 200 units and a
+    widening of 1.85; 1 at a widening of 1)."""
+    if units < 3:
+        return 1.0
+    z = float(ndtri(0.5 + level / 2.0))
+    z_wide = z * factor
+    tail = float(ndtr(-z_wide))  # the one-sided tail the widened interval leaves
+    ratio_wide = float(stdtrit(units - 1, 1.0 - tail)) / z_wide
+    ratio = float(stdtrit(units - 1, 0.5 + level / 2.0)) / z
+    return ratio_wide / ratio
+
+
 def widened(
     estimate: FloatArray, lower: FloatArray, upper: FloatArray, factor: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -113,11 +140,13 @@ def step_down(
     agrees_up: BoolArray,
     agrees_down: BoolArray,
     level: float,
+    t_units: int | None = None,
 ) -> StepDown:
     """The step-down over pairs (flat, P of them): `estimate` and its interval (floors
     included), `excursion` (B, P) from `excursions` of the bootstrap's own interval,
     `eligible` the pairs that may be claimed, `agrees_up`/`agrees_down` where the sign test
-    agrees with "first above second" / the reverse."""
+    agrees with "first above second" / the reverse. With `t_units` (intervals with t tails
+    over that many units: expanded, or jackknife t), each widening gets `t_tail`'s."""
     n = estimate.size
     claimed_up = np.zeros(n, dtype=bool)
     claimed_down = np.zeros(n, dtype=bool)
@@ -129,6 +158,8 @@ def step_down(
         index = np.flatnonzero(open_)
         worst = excursion[:, index].max(axis=1).astype(np.float64)
         f = 1.0 if index.size == 1 else max(1.0, float(order_statistic(worst, level)))
+        if t_units is not None and f > 1.0:
+            f *= t_tail(f, level, t_units)
         lo, hi = widened(estimate[index], lower[index], upper[index], f)
         low[index], high[index], factor[index] = lo, hi, f
         up = (lo > 0.0) & agrees_up[index]

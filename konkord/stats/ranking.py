@@ -243,6 +243,7 @@ def rank(boot: Bootstrap, comp: Comparisons | None = None, power: float = DEFAUL
         agrees[first, second],
         agrees[second, first],
         boot.level,
+        boot.n_units if boot.expand or boot.method == "jackknife" else None,
     )
     family = as_matrices(steps, m, boot.level)
     supported = np.zeros((m, m), dtype=bool)

@@ -2,7 +2,10 @@
 
 Like make: a results file whose bytes are unchanged is not even parsed again, a page whose
 inputs are unchanged is not rewritten, and the pages of a run that left runs.json are removed.
-Everything is loaded and checked before anything is written (contexts first, pages second).
+Everything is loaded and checked before anything reaches the site: pages are written into a
+staging copy swapped in at the end (`konkord.site.staging`). A large run's task pages start
+rendering there, in worker processes, while the build checks that no run owes any work; they
+are kept only if the check leaves their results file as it was (`render_before_checking`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from konkord.site.generate import (
 )
 from konkord.site.incremental import Manifest, OutputWriter
 from konkord.site.limits import count_files, refuse_large_file, refuse_large_results
-from konkord.site.parallel import render_runs
+from konkord.site.parallel import Ahead, render_ahead, render_runs, worker_count
 from konkord.site.render import RESERVED_NAMES, RunSummary, load_content, sha256
 from konkord.site.staging import staged_site
 
@@ -183,6 +186,72 @@ def summary_of(path: Path, data: bytes) -> RunSummary:
     return summary
 
 
+def refuse_unservable(path: Path, data: bytes, run: str) -> None:
+    """Refuse, in one line, a results file or task file too large for a static host."""
+    refuse_large_results(path, len(data), run)
+    files = task_files_of(data)
+    if files is not None:
+        for _, task_path in task_file_paths(path, files):
+            size = task_path.stat().st_size if task_path.is_file() else 0
+            refuse_large_file(task_path, size, "Split the task or shorten its answers")
+
+
+def read_run(entry: RunEntry, manifest: Manifest, data: bytes) -> LoadedRun:
+    """A run with its results file's bytes as they are now: hashed, and its summary read
+    (from the manifest when the file is unchanged since the last build)."""
+    path = entry.results_path
+    sha = sha256(data)
+    cached = manifest.runs.get(entry.name, {})
+    if (
+        cached.get("sha") == sha
+        and cached.get("summary", {}).get("schema_version") == SCHEMA_VERSION
+        # a summary cached by a konkord whose summaries had other fields is read again
+        and set(cached["summary"]) == set(RunSummary.__dataclass_fields__)
+    ):
+        return LoadedRun(entry, path, sha, RunSummary.from_json(cached["summary"]), True)
+    return LoadedRun(entry, path, sha, summary_of(path, data), False)
+
+
+def newer_than_its_inputs(entry: RunEntry, runs_file: Path) -> bool:
+    """Whether the run's results file was written after runs.json, its suite and every file
+    of its evidence folder: then the check most likely leaves it alone, and rendering its
+    pages before the check is worth the CPU. Only a guess: a wrong one costs time, never a
+    wrong page (`konkord.site.parallel.Ahead`)."""
+    try:
+        made = entry.results_path.stat().st_mtime_ns
+        inputs = [runs_file, runs_file.parent / entry.suite]
+        for folder, _dirs, names in os.walk(RUNS_ROOT / entry.name):
+            inputs += [Path(folder) / name for name in names]
+        return all(path.stat().st_mtime_ns <= made for path in inputs)
+    except OSError:
+        return False
+
+
+def render_before_checking(
+    out: Path, previous: Manifest, runs_file: Path, templates_dir: Path, content_dir: Path
+) -> Ahead | None:
+    """Start rendering large runs' task pages from their results files as they are, in worker
+    processes, while this process checks that nothing is owed (`load_runs_checked`): the
+    pages of a run whose file the check leaves alone are used, the others thrown away
+    (`konkord.site.parallel.Ahead`). Anything unusual (no runs.json, a file that does not
+    read): no head start, and the build goes on as without one."""
+    if worker_count() < 2 or not runs_file_present(runs_file):
+        return None
+    if not (templates_dir / "base.html").is_file():
+        return None
+    try:
+        guesses = []
+        for entry in load_runs(runs_file).runs:
+            if entry.name not in RESERVED_NAMES and newer_than_its_inputs(entry, runs_file):
+                data = entry.results_path.read_bytes()
+                refuse_unservable(entry.results_path, data, entry.name)
+                guesses.append(read_run(entry, previous, data))
+        renderer = SiteRenderer(templates_dir, OutputWriter(out, previous), load_content(content_dir))
+        return render_ahead(renderer, guesses, out, content_dir)
+    except (KonkordError, OSError, ValueError):
+        return None
+
+
 def load_runs_checked(
     runs_file: Path, manifest: Manifest, offline: bool, progress: Progress
 ) -> tuple[list[LoadedRun], list[str]]:
@@ -218,31 +287,14 @@ def load_runs_checked(
             )
             continue
         data = path.read_bytes()
-        refuse_large_results(path, len(data), entry.name)
-        files = task_files_of(data)
-        if files is not None:
-            for _, task_path in task_file_paths(path, files):
-                size = task_path.stat().st_size if task_path.is_file() else 0
-                refuse_large_file(task_path, size, "Split the task or shorten its answers")
-        sha = sha256(data)
-        cached = manifest.runs.get(entry.name, {})
-        if (
-            cached.get("sha") == sha
-            and cached.get("summary", {}).get("schema_version") == SCHEMA_VERSION
-            # a summary cached by a konkord whose summaries had other fields is read again
-            and set(cached["summary"]) == set(RunSummary.__dataclass_fields__)
-        ):
-            summary = RunSummary.from_json(cached["summary"])
-            is_cached = True
-        else:
-            try:
-                summary = summary_of(path, data)
-            except KonkordError as exc:
-                problems.append(_naming_run(entry.name, str(exc)))
-                continue
-            is_cached = False
-        problems.extend(check_against_entry(entry, summary, path, runs_file))
-        loaded.append(LoadedRun(entry, path, sha, summary, is_cached))
+        refuse_unservable(path, data, entry.name)
+        try:
+            run = read_run(entry, manifest, data)
+        except KonkordError as exc:
+            problems.append(_naming_run(entry.name, str(exc)))
+            continue
+        problems.extend(check_against_entry(entry, run.summary, path, runs_file))
+        loaded.append(run)
     notes.extend(f"warning: {line}" for line in unlisted_results(runs, runs_file))
     for note in notes:
         progress(note)
@@ -261,11 +313,13 @@ def _render_site(
     templates_dir: Path,
     content_dir: Path,
     report: Progress,
+    ahead: Ahead | None = None,
 ) -> OutputWriter:
-    """Render every page and extra into `out` (the staging folder); returns the writer."""
+    """Render every page and extra into `out` (the staging folder), with what was rendered
+    `ahead` of the check where it holds; returns the writer."""
     writer = OutputWriter(out, previous)
     renderer = SiteRenderer(templates_dir, writer, load_content(content_dir))
-    pages = render_runs(renderer, loaded, out, content_dir, report)
+    pages = render_runs(renderer, loaded, out, content_dir, report, ahead)
     for run in loaded:
         writer.current.runs[run.entry.name] = {
             "sha": run.sha,
@@ -310,10 +364,17 @@ def build_site(
         raise KonkordError(f'--out "{out}" is a file, expected a folder for the site')
     report = progress or (lambda _line: None)
     previous = Manifest.load(out)
-    loaded, notes = load_runs_checked(runs_file, previous, offline, report)
-    forget_parsed_evidence()  # pages are made from results files: the evidence is done with
     with staged_site(out) as staging:
-        writer = _render_site(staging, previous, loaded, templates_dir, content_dir, report)
+        ahead = render_before_checking(staging, previous, runs_file, templates_dir, content_dir)
+        try:
+            loaded, notes = load_runs_checked(runs_file, previous, offline, report)
+            forget_parsed_evidence()  # pages are made from results files: evidence done with
+            writer = _render_site(
+                staging, previous, loaded, templates_dir, content_dir, report, ahead
+            )
+        finally:
+            if ahead is not None:
+                ahead.close()
     unredirected = len(folder_pages(writer.current.outputs)) - MAX_FOLDER_REDIRECTS
     if unredirected > 0:
         report(
