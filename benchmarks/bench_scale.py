@@ -253,6 +253,11 @@ def main() -> None:
         "--repeats", type=int, default=1, help="times judge, report and build are each timed [1]"
     )
     args = parser.parse_args()
+    if args.reuse and args.keep:  # the sizes are the kept project's, not the defaults'
+        kept = args.keep / "this"
+        args.tasks = len(yaml.safe_load((kept / "suites" / "big.yaml").read_text())["tasks"])
+        args.models = len(json.loads((kept / "runs.json").read_text())["runs"][0]["models"])
+        args.judged = args.tasks
     steps = args.steps.split(",")
     codes = {"this": args.code.resolve()}
     if args.baseline:
