@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -68,6 +69,8 @@ class BatchClient(ModelClient):
     _spool_dir: Path | None = field(default=None, init=False)
     _counter: int = field(default=0, init=False)
     _routes: dict[tuple[str, str | None], Route] = field(default_factory=dict, init=False)
+    # every Replies sent to: a batch being collected waits while one of them is full
+    _paced: weakref.WeakSet[Replies[Any]] = field(default_factory=weakref.WeakSet, init=False)
 
     def _say(self, text: str) -> None:
         if self.on_status is not None:
@@ -116,6 +119,7 @@ class BatchClient(ModelClient):
         if hit is None:
             hold = await self._reserve(model, messages, settings)
             replies.budget = self.budget
+            self._paced.add(replies)
             self._wait(key, model, messages, settings, Tagged(replies, tag, hold))
         else:
             replies.put(tag, hit)
@@ -210,15 +214,20 @@ class BatchClient(ModelClient):
 
     # --- one batch, start to end (batch_run) ---------------------------------------------
 
-    def _batch_run(self) -> BatchRun:
+    def _batch_run(self, pace: Callable[[], Awaitable[None]] | None = None) -> BatchRun:
         return BatchRun(
             self.api(), self.poll_s, self._response_cache(), self._say, self._record,
-            self._result_of, self._deliver,
+            self._result_of, self._deliver, pace,
         )
+
+    async def _room(self) -> None:
+        """Wait until every Replies this client hands back to has room (see Replies.room)."""
+        for replies in list(self._paced):
+            await replies.room()
 
     async def _run(self, spool: Spool) -> None:
         try:
-            run = self._batch_run()
+            run = self._batch_run(self._room)
             batch_id, input_file_id = await run.submit(spool)
             await run.collect(batch_id, spool.route, spool.requests, input_file_id)
             spool.path.unlink(missing_ok=True)  # retried lines were copied to a new spool

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from konkord.evidence.log import EvidenceLog, Record, now_iso
@@ -20,6 +20,8 @@ from konkord.providers.batch_api import BatchApi
 from konkord.providers.batch_format import STREAM, TERMINAL, Route, safe_base
 from konkord.providers.batch_spool import PendingRequest, Spool, Tally
 from konkord.providers.calls import CallResult, ResponseCache
+
+PACE_LINES = 500  # replies handed back between two waits for the stage to take them
 
 
 @dataclass
@@ -34,6 +36,9 @@ class BatchRun:
     record_fields: Callable[[Record], None]
     read: Callable[[Record, PendingRequest], CallResult]  # a reply line as a CallResult
     deliver: Callable[[PendingRequest, CallResult], None]
+    # Awaited every PACE_LINES replies handed back: waits while the stage has too many replies
+    # not taken yet, so that batches landing together are not all held in memory at once.
+    pace: Callable[[], Awaitable[None]] | None = None
 
     async def nap(self, batch_id: str) -> None:
         """Wait poll_s before the next status read; after Ctrl-C, stop waiting.
@@ -102,6 +107,7 @@ class BatchRun:
             await self.nap(batch_id)
         started = time.perf_counter()
         tally = Tally(self.cache)
+        handed = 0
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
                 async for entry in self.api.lines(str(file_id), creds):
@@ -113,6 +119,9 @@ class BatchRun:
                     ):
                         request = requests[custom_id]
                         self.deliver(request, tally.add(request, self.read(entry, request)))
+                        handed += 1
+                        if self.pace is not None and handed % PACE_LINES == 0:
+                            await self.pace()
         for key, request in list(requests.items()):
             if key not in tally.seen:
                 missing = CallResult(

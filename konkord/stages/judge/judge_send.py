@@ -4,8 +4,10 @@ Live, a fixed pool of `concurrency` workers takes the calls one after another: w
 the list of items, never a coroutine per call. Through a batch, every call is sent at once
 (the batch needs them all) under a small tag, its index in the list and its message hash, and
 the replies are read as they land: what a waiting call holds is its key in the door and that
-tag, not a coroutine, its task or its messages. Either way each verdict is appended as it comes,
-with those landing together sharing one write and one fsync, off the calls' path.
+tag, not a coroutine, its task or its messages; replies landed and not yet taken are at most
+`Replies.limit` (and a few hundred a batch), however many batches land together. Either way
+each verdict is appended as it comes, with those landing together sharing one write and one
+fsync, off the calls' path.
 """
 
 from __future__ import annotations
@@ -135,6 +137,22 @@ async def judge_by_batch(
     """Send every item to the batch client under its tag, then turn replies into verdicts as
     they land (sending the reminder where a reply has no verdict line)."""
     replies: Replies[Tag] = Replies()
+    try:
+        await _send_all(spec, todo, client, settings, fresh, replies)
+        await _take(spec, todo, client, settings, fhash, fresh, writer, replies)
+    finally:
+        replies.close()  # a batch still being collected no longer waits for this stage
+
+
+async def _send_all(
+    spec: RunSpec,
+    todo: list[JudgeItem],
+    client: BatchClient,
+    settings: CallSettings,
+    fresh: set[Key],
+    replies: Replies[Tag],
+) -> None:
+    """Send every item under its tag: its index in `todo` and its message's hash."""
     for index, item in enumerate(todo):
         messages = judge_messages(spec, item)
         tag: Tag = (index, message_sha(messages[1]["content"]), None)
@@ -147,6 +165,19 @@ async def judge_by_batch(
         del messages
         if index % SEND_SLICE == SEND_SLICE - 1:
             await asyncio.sleep(0)
+
+
+async def _take(
+    spec: RunSpec,
+    todo: list[JudgeItem],
+    client: BatchClient,
+    settings: CallSettings,
+    fhash: str,
+    fresh: set[Key],
+    writer: VerdictWriter,
+    replies: Replies[Tag],
+) -> None:
+    """Turn replies into verdicts as they land, a slice at a time (see judge_by_batch)."""
     failure: BaseException | None = None
     # After a batch fails, what has landed is still written; nothing more is waited for.
     while replies.waiting and (failure is None or replies.ready):
