@@ -24,7 +24,7 @@ from konkord.evidence.verdicts import answer_sha
 from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: 48 bytes less each, 380,000 of them in a batch stage
 class JudgeItem:
     """One judge call to make: a task, a pair (model_a < model_b), an order, a judge."""
 
