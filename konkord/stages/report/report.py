@@ -18,6 +18,7 @@ from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count
 from konkord.configuration.yamlpos import no_gc
 from konkord.errors import KonkordError
+from konkord.evidence.combined_columns import complete_only
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import (
     CombinedVerdict,
@@ -207,7 +208,7 @@ def report_parts(
         describe(block, conversation_count([t.id for t in spec.suite.tasks]))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
         block.style = style_block(
-            spec, block, [c for c in combined if c.complete], labels, features, options
+            spec, block, complete_only(combined), labels, features, options
         )
         deciders = (
             [cascade.plan.first_pass, judge]
