@@ -133,3 +133,14 @@ def test_the_demo_results_are_the_same_with_and_without_columns(
     with_columns = build_results(spec, FAST).model_dump_json(indent=1)
     without_columns(monkeypatch)
     assert with_columns == build_results(spec, FAST).model_dump_json(indent=1)
+
+
+def test_dense_codes_are_what_a_sort_gives() -> None:
+    from konkord.evidence.combined_columns import dense_codes
+
+    codes = np.random.default_rng(5).integers(0, 50, size=400)
+    for picked in (codes, codes[:0], np.array([7]), np.array([3, 3, 0])):
+        distinct, inverse = dense_codes(picked, 50)
+        expected, expected_inverse = np.unique(picked, return_inverse=True)
+        assert distinct.tolist() == expected.tolist()
+        assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
