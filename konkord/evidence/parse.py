@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
 
@@ -36,6 +36,23 @@ def parses_as_record(line: bytes) -> bool:
         return False
 
 
+class Reader(Protocol):
+    """What a stream is read from: an open binary file, or anything that reads like one."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+@runtime_checkable
+class ReadsItself(Protocol):
+    """A collector that reads its stream its own way (the verdict columns: in two processes
+    where the log is large) rather than through `parse_stream`."""
+
+    def read_stream(self, path: Path, handle: BinaryIO, size: int) -> bool:
+        """The first `size` bytes of the stream at `path`, open as `handle`, read into the
+        collector; returns whether the last line was torn."""
+        ...
+
+
 class Collector(Protocol[T_co]):
     """What a stream's records are gathered into as its chunks are parsed."""
 
@@ -60,7 +77,7 @@ class RecordList:
         return ReadResult(self.records, torn)
 
 
-def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) -> bool:
+def parse_stream(path: Path, handle: Reader, size: int, into: Collector[Any]) -> bool:
     """The first `size` bytes of a stream parsed into `into`, read and parsed a chunk of whole
     lines at a time (each chunk parsed as one JSON array, its newlines turned into commas): the
     file is never held whole, so a 300 MB verdict log costs what is kept of its records and one
