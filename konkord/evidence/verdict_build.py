@@ -7,12 +7,15 @@ columns as a message another process can send (the log parsed in two processes,
 from __future__ import annotations
 
 from itertools import repeat
+from operator import is_not
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from konkord.evidence.fields import FIELD_TYPES, check_fields
 from konkord.evidence.log import Record
+from konkord.evidence.parse import WrongField
 from konkord.evidence.verdict_rows import (
     ABSENT,
     ABSENT_NUM,
@@ -59,20 +62,40 @@ class ColumnBuilder:
         self.lengths: list[np.ndarray] = []
         self.count = 0
 
+    checks_fields = True  # the types of the known fields, checked column by column
+
     def add(self, records: list[Record], chunk: bytes, start: int) -> None:
         """The records parsed from `chunk` (whole lines beginning at byte `start`), a field at
-        a time (one pass in C per field rather than a Python loop per record)."""
+        a time (one pass in C per field rather than a Python loop per record), each field's
+        types checked on the way (`WrongField`: the reader then names the record)."""
         self._add_offsets(records, chunk, start)
         codes = self.codes
+        count = len(records)
         for name in CODED:
             values = _field(records, name)
-            for new in set(values).difference(codes):
+            try:
+                distinct = set(values)
+            except TypeError:  # a list or an object where text belongs
+                raise WrongField(name) from None
+            _check(name, distinct)  # (equal values are of one type here: text or null)
+            for new in distinct.difference(codes):
                 codes[new] = len(self.pool)
                 self.pool.append(new)
-            self.coded[name].append(np.fromiter(map(codes.__getitem__, values), np.int32))
+            if len(distinct) == 1:  # the same in every record of the chunk (a judge, a kind)
+                column = np.full(count, codes[values[0]], np.int32)
+            else:
+                column = np.fromiter(map(codes.__getitem__, values), np.int32, count=count)
+            self.coded[name].append(column)
         for name in (*INTS, *FLOATS):
             values = _field(records, name)
-            state = np.fromiter(map(_STATE_OF_TYPE.__getitem__, map(type, values)), np.int8)
+            try:
+                state = np.fromiter(
+                    map(_STATE_OF_TYPE.__getitem__, map(type, values)), np.int8, count=count
+                )
+            except KeyError:  # text, true or false, a list or an object
+                raise WrongField(name) from None
+            if name in INTS and (state == FLOAT_NUM).any():
+                raise WrongField(name)
             if not (state < INT_NUM).any():  # every record has the number: taken at once
                 filled = values
             else:
@@ -81,6 +104,7 @@ class ColumnBuilder:
             self.nums[name].append((np.array(filled, dtype=kind), state))
         for name in FLAGS:
             flags = _field(records, name)
+            _check(name, set(map(type, flags)), kinds=True)
             self.flags[name].append(
                 np.array(
                     [0 if f is MISSING else 1 if f is None else 3 if f else 2 for f in flags],
@@ -89,6 +113,7 @@ class ColumnBuilder:
             )
         for name in TEXTS:
             values = _field(records, name)
+            _check(name, set(map(type, values)), kinds=True)
             if len(self.same) < _SAME_MAX:  # one object per distinct text, while they repeat
                 values = [self.same.setdefault(v, v) if type(v) is str else v for v in values]
             self.texts[name].extend(values)
@@ -99,6 +124,7 @@ class ColumnBuilder:
                     (np.array(values, dtype=np.bytes_), np.full(len(values), HASH_HELD, np.int8))
                 )
                 continue
+            _check(name, set(map(type, values)), kinds=True)
             kinds = [_hash_kind(v) for v in values]
             data = [
                 v.encode() if k == HASH_HELD else b"" for v, k in zip(values, kinds, strict=True)
@@ -109,12 +135,16 @@ class ColumnBuilder:
             for n, got in enumerate(kinds):
                 if got == HASH_ELSEWHERE:  # not a short ASCII text: kept as written
                     self.extra.setdefault(self.count + n, {})[name] = values[n]
-        count = len(records)
         for name in FROM_FILE:
-            has = map(dict.__contains__, records, repeat(name, count))
+            values = _field(records, name)
+            _check(name, set(map(type, values)), kinds=True)
+            has = map(is_not, values, repeat(MISSING, count))
             self.files[name].append(np.fromiter(has, dtype=bool, count=count))
         known = np.fromiter(map(KNOWN.issuperset, records), dtype=bool, count=count)
-        for n in np.flatnonzero(~known).tolist():  # fields no column holds: kept as written
+        unknown = np.flatnonzero(~known).tolist()
+        if check_fields("verdicts", [records[n] for n in unknown]) is not None:
+            raise WrongField("a field no column holds")
+        for n in unknown:  # fields no column holds: kept as written
             record = records[n]
             self.extra.setdefault(self.count + n, {}).update(
                 {k: v for k, v in record.items() if k not in KNOWN}
@@ -247,6 +277,24 @@ class ColumnBuilder:
 # same text thousands of times: held once each. Past this many distinct texts they are taken
 # as they come (a model's own words rarely repeat, and the lookup would only cost memory).
 _SAME_MAX = 50_000
+
+
+# The types each held field may have (`evidence/fields.py`), and absent (`MISSING`, a plain
+# object); a field the check does not know may be anything.
+_ALLOWED: dict[str, frozenset[type]] = {
+    name: frozenset((*FIELD_TYPES["verdicts"].get(name, (object,)), object)) for name in KNOWN
+}
+_ANYTHING = frozenset(name for name in KNOWN if name not in FIELD_TYPES["verdicts"])
+
+
+def _check(name: str, found: set[Any], kinds: bool = False) -> None:
+    """Raise `WrongField` unless every value found in field `name` (or, with `kinds`, every
+    type) is of a type the field may have."""
+    if name in _ANYTHING:
+        return
+    types = found if kinds else set(map(type, found))
+    if not types <= _ALLOWED[name]:
+        raise WrongField(name)
 
 
 def _hash_kind(value: Any) -> int:

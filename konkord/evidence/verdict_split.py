@@ -112,6 +112,8 @@ def _receive(stream: IO[bytes], messages: deque[tuple[str, Any]]) -> None:
 class _Sender:
     """The worker's collector: each chunk's columns built and sent at once, nothing kept."""
 
+    checks_fields = True  # by the builder
+
     def __init__(self, out: IO[bytes], base: int) -> None:
         self.out = out
         self.base = base
