@@ -33,6 +33,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         return popen(args, **kwargs)
 
     monkeypatch.setattr(verdict_split, "SPLIT_BYTES", 0)
+    monkeypatch.setattr(verdict_split, "IDLE_CORES", float("-inf"))  # however busy the machine
     monkeypatch.setattr(verdict_split, "WORKER_CHUNK_BYTES", 2000)
     monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 3000)
     monkeypatch.setattr(verdict_split.subprocess, "Popen", spied)
@@ -122,3 +123,26 @@ def test_a_worker_that_cannot_start_or_dies_leaves_the_parse_to_this_process(
     monkeypatch.setattr(verdict_split, "SPLIT_BYTES", 0)
     monkeypatch.setattr(verdict_split, "__name__", "konkord.evidence.no_such_module")
     assert rows(verdict_table(log)) == rows(whole)  # the worker exits at once, failing
+
+
+@pytest.mark.parametrize(
+    ("size", "cores", "load", "split"),
+    [(48 << 20, 2, 0.5, True), ((48 << 20) - 1, 2, 0.5, False), (300 << 20, 2, 1.2, False),
+     (300 << 20, 1, 0.0, False), (300 << 20, 8, 6.5, True), (300 << 20, 8, 7.5, False)],
+)  # fmt: skip
+def test_the_split_is_used_for_a_large_log_when_a_core_is_idle(
+    monkeypatch: pytest.MonkeyPatch, size: int, cores: int, load: float, split: bool
+) -> None:
+    monkeypatch.setattr(verdict_split.os, "sched_getaffinity", lambda _: set(range(cores)))
+    monkeypatch.setattr(verdict_split.os, "getloadavg", lambda: (load, load, load))
+    assert verdict_split.splits(size) is split
+
+
+def test_a_busy_machine_parses_in_this_process_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: list[list[str]]
+) -> None:
+    monkeypatch.setattr(verdict_split, "IDLE_CORES", 1.0)
+    monkeypatch.setattr(verdict_split.os, "getloadavg", lambda: (2.0, 2.0, 2.0))
+    log = messy_log(tmp_path)
+    assert rows(verdict_table(log)) == log.records("verdicts")
+    assert workers == []

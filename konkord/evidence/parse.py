@@ -53,7 +53,7 @@ class ReadsItself(Protocol):
         ...
 
 
-class WrongField(Exception):  # noqa: N818 (a signal between reader and collector)
+class WrongField(Exception):
     """What a collector that checks its records' field types itself (`checks_fields`) raises
     from `add` when one is wrong; the reader then finds the record and names its line."""
 
