@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         return popen(args, **kwargs)
 
     monkeypatch.setattr(verdict_split, "SPLIT_BYTES", 0)
-    monkeypatch.setattr(verdict_split, "IDLE_CORES", float("-inf"))  # however busy the machine
+    monkeypatch.setattr(verdict_split, "others_running", lambda: 0)  # however busy the machine
     monkeypatch.setattr(verdict_split, "WORKER_CHUNK_BYTES", 2000)
     monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 3000)
     monkeypatch.setattr(verdict_split.subprocess, "Popen", spied)
@@ -126,23 +128,46 @@ def test_a_worker_that_cannot_start_or_dies_leaves_the_parse_to_this_process(
 
 
 @pytest.mark.parametrize(
-    ("size", "cores", "load", "split"),
-    [(48 << 20, 2, 0.5, True), ((48 << 20) - 1, 2, 0.5, False), (300 << 20, 2, 1.2, False),
-     (300 << 20, 1, 0.0, False), (300 << 20, 8, 6.5, True), (300 << 20, 8, 7.5, False)],
+    ("size", "cores", "others", "load", "split"),
+    [(48 << 20, 2, 0, 9.0, True), ((48 << 20) - 1, 2, 0, 0.0, False), (300 << 20, 2, 1, 0.0, False),
+     (300 << 20, 1, 0, 0.0, False), (300 << 20, 8, 6, 9.0, True), (300 << 20, 8, 7, 0.0, False),
+     (300 << 20, 2, None, 0.9, True), (300 << 20, 2, None, 1.1, False)],
 )  # fmt: skip
-def test_the_split_is_used_for_a_large_log_when_a_core_is_idle(
-    monkeypatch: pytest.MonkeyPatch, size: int, cores: int, load: float, split: bool
-) -> None:
+def test_the_split_is_used_for_a_large_log_when_a_core_is_free(
+    monkeypatch: pytest.MonkeyPatch, size: int, cores: int, others: int | None, load: float,
+    split: bool,
+) -> None:  # fmt: skip
     monkeypatch.setattr(verdict_split.os, "sched_getaffinity", lambda _: set(range(cores)))
+    monkeypatch.setattr(verdict_split, "others_running", lambda: others)
     monkeypatch.setattr(verdict_split.os, "getloadavg", lambda: (load, load, load))
     assert verdict_split.splits(size) is split
+
+
+def test_a_busy_process_elsewhere_counts() -> None:
+    spin = "import time\nend = time.time() + 20\nwhile time.time() < end: pass"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        seen = []
+        for _ in range(20):
+            time.sleep(0.05)
+            seen.append(verdict_split.others_running())
+    finally:
+        busy.kill()
+        busy.wait()
+    assert max(n for n in seen if n is not None) >= 1 and None not in seen
+
+
+def test_this_processs_own_running_threads_are_not_others() -> None:
+    loadavg = "1.52 0.98 0.40 4/312 20611\n"
+    stats = ["20600 (python) R 1 2 3", "20601 (py (x) thread) S 1 2", "20602 (hash) R 1 2"]
+    assert verdict_split.others_in(loadavg, stats) == 2
+    assert verdict_split.others_in("0.1 0.1 0.1 1/300 5", stats) == 0
 
 
 def test_a_busy_machine_parses_in_this_process_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: list[list[str]]
 ) -> None:
-    monkeypatch.setattr(verdict_split, "IDLE_CORES", 1.0)
-    monkeypatch.setattr(verdict_split.os, "getloadavg", lambda: (2.0, 2.0, 2.0))
+    monkeypatch.setattr(verdict_split, "others_running", lambda: 1)
     log = messy_log(tmp_path)
     assert rows(verdict_table(log)) == log.records("verdicts")
     assert workers == []

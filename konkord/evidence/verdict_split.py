@@ -30,8 +30,6 @@ from konkord.evidence.verdict_build import ColumnBuilder
 # Logs smaller than this are parsed here alone (starting a worker costs about 0.2 s of CPU);
 # tests make it small.
 SPLIT_BYTES = 48 << 20
-# How far below the number of cores the load average must be for the split (tests set it).
-IDLE_CORES = 1.0
 # Bytes the worker parses at a time: its records of a chunk are most of its memory.
 WORKER_CHUNK_BYTES = 2 << 20
 _WINDOW = 1 << 16
@@ -79,21 +77,49 @@ def read_split(into: ColumnBuilder, path: Path, handle: IO[bytes], size: int) ->
 
 def splits(size: int) -> bool:
     """Whether a log of `size` bytes is parsed in two processes: when it is at least
-    `SPLIT_BYTES` and a core is idle for the worker (this process may run on two or more, and
-    the load average of the last minute leaves one free). On a busy machine the worker only
-    waits for a core, and its start and the columns it sends cost about 0.4 s of CPU at
-    300 MB."""
+    `SPLIT_BYTES`, this process may run on two cores or more, and one is free for the worker
+    now: no more threads of other processes running or waiting for a core than leave one
+    beside this process (`others_running`; where that is not known, the load average of the
+    last minute below the cores less one). On a busy machine the worker only waits for a
+    core, and its start and the columns it sends cost about 0.4 s of CPU at 300 MB."""
     if size < SPLIT_BYTES:
         return False
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    others = others_running()
+    if others is not None:
+        return others <= cores - 2
     try:
-        load = os.getloadavg()[0]
+        return os.getloadavg()[0] < cores - 1
     except OSError:  # not known: taken as busy
         return False
-    return cores >= 2 and load < cores - IDLE_CORES
+
+
+def others_running() -> int | None:
+    """Threads of other processes running or waiting for a core at this moment (Linux: the
+    count in /proc/loadavg less this process's own running threads), or None where unknown.
+    A moment's count, not an average: the previous command of a benchmark or a script, which
+    has ended, does not count, as it would for a minute in the load average."""
+    try:
+        loadavg = Path("/proc/loadavg").read_text()
+        with os.scandir("/proc/self/task") as tasks:
+            states = [Path(task.path, "stat").read_text() for task in tasks]
+        return others_in(loadavg, states)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def others_in(loadavg: str, thread_stats: list[str]) -> int:
+    """Threads of other processes running, from the text of /proc/loadavg (its fourth field:
+    running/all) and of /proc/self/task/*/stat (the state follows the command's closing
+    parenthesis; R for running)."""
+    running = int(loadavg.split()[3].split("/")[0])
+    mine = sum(stat[stat.rindex(")") + 2] == "R" for stat in thread_stats)
+    return max(running - mine, 0)
 
 
 def _line_start(fd: int, at: int, size: int) -> int | None:
