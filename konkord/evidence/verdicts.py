@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from konkord.evidence.combined_columns import CombinedColumns, CombinedList
 from konkord.evidence.log import EvidenceLog, Record
 
 if TYPE_CHECKING:
@@ -265,27 +266,38 @@ def _combine_rows(
         & same("answer_b_sha")
     )
     agree = same("winner")
-    out: list[CombinedVerdict] = []
     value = [table.get_code(code) for code in range(len(table.pool))]  # a list, not a call each
-    task_c, a_c, b_c, judge_c = (table.coded[name][rows[first]].tolist() for name in names)
-    winners = table.coded["winner"][ab_rows].tolist()
-    for g, (done, agreed, i_ab, i_ba) in enumerate(
-        zip(complete.tolist(), agree.tolist(), ab.tolist(), ba.tolist(), strict=True)
-    ):
+    task_c, a_c, b_c, judge_c = (table.coded[name][rows[first]] for name in names)
+    winner_c = table.coded["winner"][ab_rows]
+    flipped = complete & ~agree
+    # model_a's score as the figures count it (`winner` "tie" half, model_a whole), from the
+    # codes: a value's code is the same wherever the log holds it.
+    score = np.where(
+        winner_c == table.code_of("tie"), 0.5, np.where(winner_c == a_c, 1.0, 0.0)
+    )
+    score = np.where(complete, np.where(flipped, 0.5, score), np.nan)
+    columns = CombinedColumns(
+        value, task_c.astype(np.int64), a_c.astype(np.int64), b_c.astype(np.int64),
+        complete, flipped, score, np.where(ab >= 0, rows[np.maximum(ab, 0)], -1),
+        np.where(ba >= 0, rows[np.maximum(ba, 0)], -1),
+    )  # fmt: skip
+    out: list[CombinedVerdict] = []
+    winners = winner_c.tolist()
+    for done, agreed, i_ab, i_ba, t, a, b, j, w in zip(
+        complete.tolist(), agree.tolist(), ab.tolist(), ba.tolist(),
+        task_c.tolist(), a_c.tolist(), b_c.tolist(), judge_c.tolist(), winners, strict=True,
+    ):  # fmt: skip
         orders = OrderPair(
             records[i_ab] if i_ab >= 0 else None, records[i_ba] if i_ba >= 0 else None
         )
         winner = None
-        flipped = False
+        flip = False
         if done:
-            winner, flipped = (str(value[winners[g]]), False) if agreed else ("tie", True)
+            winner, flip = (str(value[w]), False) if agreed else ("tie", True)
         out.append(
-            CombinedVerdict(
-                value[task_c[g]], value[a_c[g]], value[b_c[g]], value[judge_c[g]],
-                winner, flipped, done, orders,
-            )
-        )  # fmt: skip
-    return out
+            CombinedVerdict(value[t], value[a], value[b], value[j], winner, flip, done, orders)
+        )
+    return CombinedList(out, columns)
 
 
 class OrderPair(Mapping[str, VerdictRecord]):

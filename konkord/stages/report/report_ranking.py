@@ -11,6 +11,7 @@ import numpy as np
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count, task_clusters
 from konkord.errors import KonkordError
+from konkord.evidence.combined_columns import CombinedList, columns_of, index_map
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdict_rows import rows_of_one_table
 from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, current_frame_hash
@@ -49,22 +50,26 @@ def judge_block(
     model_index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
     task_index = task_clusters(task_ids)
-    done = [
-        c for c in combined if c.complete and c.model_a in model_index and c.model_b in model_index
-    ]
+    done, columns = _done(combined, model_index, task_index)
     if not done:
         raise KonkordError(
             f'run "{spec.name}": judge {judge} has no pair judged in both orders yet; '
             f"run `konkord judge --run {spec.name} --judge {judge}`"
         )
-    comp = stats.comparisons(
-        [task_index[c.task_id] for c in done],
-        [model_index[c.model_a] for c in done],
-        [model_index[c.model_b] for c in done],
-        [_score(c.winner, c.model_a) for c in done],
-        n_models=len(models),
-        n_tasks=len(task_ids),
-    )
+    if columns is not None:  # the same lists, from the columns
+        task_at, i, j, score = columns
+        comp = stats.comparisons(
+            task_at, i, j, score, n_models=len(models), n_tasks=len(task_ids)
+        )
+    else:
+        comp = stats.comparisons(
+            [task_index[c.task_id] for c in done],
+            [model_index[c.model_a] for c in done],
+            [model_index[c.model_b] for c in done],
+            [_score(c.winner, c.model_a) for c in done],
+            n_models=len(models),
+            n_tasks=len(task_ids),
+        )
     has_comparisons = np.bincount(np.concatenate([comp.i, comp.j]), minlength=len(models)) > 0
     graph = stats.connectivity(comp)
     parts = [part for part in graph.components if has_comparisons[list(part)].any()]
@@ -178,6 +183,34 @@ def judge_block(
     )
 
 
+def _done(
+    combined: list[CombinedVerdict], model_index: dict[str, int], task_index: dict[str, int]
+) -> tuple[list[CombinedVerdict], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]:
+    """The complete verdicts between the run's models, and where the list has its columns,
+    the comparisons' (task index, model_a index, model_b index, model_a's score) read from
+    them; None then when a task is not in the index (the pair-by-pair path says which)."""
+    columns = columns_of(combined)
+    if columns is None:
+        done = [
+            c
+            for c in combined
+            if c.complete and c.model_a in model_index and c.model_b in model_index
+        ]
+        return done, None
+    i = columns.index_of("model_a", index_map(model_index))
+    j = columns.index_of("model_b", index_map(model_index))
+    at = np.flatnonzero(columns.complete & (i >= 0) & (j >= 0))
+    assert isinstance(combined, CombinedList)
+    done = combined.take(at)
+    # `[]` rather than `get`: the index answers for a conversation's turns in `[]` only
+    tasks = columns.take(at).index_of(
+        "task", lambda task: task_index[task] if task in task_index else None  # noqa: SIM401
+    )
+    if (tasks < 0).any():
+        return done, None
+    return done, (tasks, i[at], j[at], columns.score[at])
+
+
 def _design_info(
     spec: RunSpec, log: EvidenceLog, done: list[CombinedVerdict], n_tasks: int
 ) -> R.DesignInfo:
@@ -195,15 +228,59 @@ def _design_info(
     )
 
 
-def _kinds(records: Sequence[VerdictRecord]) -> list[Any]:
-    """Each record's kind; from the log's column when the records are rows of one table (a
-    field looked up per row cost 380,000 calls twice over at 20 models x 1,000 tasks)."""
+def _flips(
+    combined: list[CombinedVerdict],
+) -> tuple[dict[str, list[int]], dict[str, list[int]], int, int]:
+    """[flips, complete pairs] per "model_a vs model_b" and per task, in the order each key
+    is first met, and the flips and complete pairs of all."""
+    by_pair: dict[str, list[int]] = {}
+    by_task: dict[str, list[int]] = {}
+    columns = columns_of(combined)
+    if columns is None:
+        complete = [c for c in combined if c.complete]
+        for c in complete:
+            by_pair.setdefault(f"{c.model_a} vs {c.model_b}", [0, 0])
+            by_task.setdefault(c.task_id, [0, 0])
+            for counted in (by_pair[f"{c.model_a} vs {c.model_b}"], by_task[c.task_id]):
+                counted[0] += c.flipped
+                counted[1] += 1
+        return by_pair, by_task, sum(c.flipped for c in complete), len(complete)
+    done = columns.take(np.flatnonzero(columns.complete))
+    values = done.values
+    size = len(values)
+    for tally, keys, key_text in (
+        (by_pair, done.model_a * size + done.model_b,
+         lambda k: f"{values[k // size]} vs {values[k % size]}"),
+        (by_task, done.task, lambda k: values[k]),
+    ):  # fmt: skip
+        distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        flips = np.bincount(inverse, weights=done.flipped, minlength=len(distinct))
+        counts = np.bincount(inverse, minlength=len(distinct))
+        for g in np.argsort(first, kind="stable").tolist():  # the order first met
+            found = tally.setdefault(key_text(int(distinct[g])), [0, 0])
+            found[0] += int(flips[g])
+            found[1] += int(counts[g])
+    return by_pair, by_task, int(done.flipped.sum()), len(done)
+
+
+def _failures(records: Sequence[VerdictRecord]) -> tuple[dict[str, int], int]:
+    """The failure records per reason, and how many records are verdicts."""
+    failures: dict[str, int] = {}
     found = rows_of_one_table(records)
-    if found is None:
-        return [r.get("kind") for r in records]
-    table, rows = found
-    column = table.column("kind")
-    return [column[i] for i in rows.tolist()]
+    if found is not None:  # the log's columns: only the failures are looked at
+        table, rows = found
+        kinds = table.coded["kind"][rows]
+        for i in rows[kinds == table.code_of("failure")].tolist():
+            reason = str(table.get(i, "reason"))
+            failures[reason] = failures.get(reason, 0) + 1
+        return failures, int((kinds == table.code_of("verdict")).sum())
+    kinds = [r.get("kind") for r in records]
+    for rec, kind in zip(records, kinds, strict=True):
+        if kind == "failure":
+            reason = str(rec.get("reason"))
+            failures[reason] = failures.get(reason, 0) + 1
+    return failures, kinds.count("verdict")
 
 
 def _diagnostics(
@@ -218,25 +295,13 @@ def _diagnostics(
 ) -> R.Diagnostics:
     from konkord import stats
 
-    complete = [c for c in combined if c.complete]
-    flips_by_pair: dict[str, list[bool]] = {}
-    flips_by_task: dict[str, list[bool]] = {}
-    for c in complete:
-        flips_by_pair.setdefault(f"{c.model_a} vs {c.model_b}", []).append(c.flipped)
-        flips_by_task.setdefault(c.task_id, []).append(c.flipped)
+    flips_by_pair, flips_by_task, flipped, decided = _flips(combined)
 
-    def keyed(groups: dict[str, list[bool]]) -> list[R.KeyedRate]:
-        rows = [
-            R.KeyedRate(key=k, proportion=proportion(sum(v), len(v))) for k, v in groups.items()
-        ]
+    def keyed(groups: dict[str, list[int]]) -> list[R.KeyedRate]:
+        rows = [R.KeyedRate(key=k, proportion=proportion(v[0], v[1])) for k, v in groups.items()]
         return sorted(rows, key=lambda r: (-(r.proportion.rate or 0.0), r.key))
 
-    failures: dict[str, int] = {}
-    kinds = _kinds(records)
-    for rec, kind in zip(records, kinds, strict=True):
-        if kind == "failure":
-            reason = str(rec.get("reason"))
-            failures[reason] = failures.get(reason, 0) + 1
+    failures, verdicts_present = _failures(records)
     cycles = stats.cycle_rate(comp)
     consistency = stats.consistency_of_wins(stats.win_matrix(comp))
     n_pairs_expected = 0
@@ -244,18 +309,19 @@ def _diagnostics(
     judged = set(judged_ids)
     answers = {k: rec for k, rec in answers.items() if k[0] in judged}
     good = {k for k, rec in answers.items() if rec.get("error") is None}
-    judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
+    judged_pairs: set[tuple[str, str, str]] | None = None  # made only when needed
     for task in judged_ids:
         present = [m for m in models if (task, m) in good]
         if present:
             n_pairs_expected += len(present) * (len(present) - 1) // 2
         else:
             # An imported run may hold verdicts without answers: it owes the pairs it judged.
+            if judged_pairs is None:
+                judged_pairs = {(c.task_id, c.model_a, c.model_b) for c in combined}
             n_pairs_expected += sum(1 for pair in judged_pairs if pair[0] == task)
-    verdicts_present = kinds.count("verdict")
     fit = point
     return R.Diagnostics(
-        flip_rate=proportion(sum(c.flipped for c in complete), len(complete)),
+        flip_rate=proportion(flipped, decided),
         flips_by_pair=keyed(flips_by_pair),
         flips_by_task=keyed(flips_by_task),
         positional=positional(records),
@@ -274,7 +340,7 @@ def _diagnostics(
             answers_expected=len(judged_ids) * len(models),
             verdicts_present=verdicts_present,
             verdicts_expected=2 * n_pairs_expected,
-            incomplete_pairs=sum(1 for c in combined if not c.complete),
+            incomplete_pairs=len(combined) - decided,
             failed_answers=sum(1 for rec in answers.values() if rec.get("error") is not None),
             truncated_answers=sum(
                 1

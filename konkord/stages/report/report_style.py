@@ -19,6 +19,7 @@ import numpy as np
 
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import task_clusters
+from konkord.evidence.combined_columns import CombinedColumns, columns_of, index_map
 from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict
 from konkord.results import schema as R
@@ -70,7 +71,7 @@ class _Fit:
 
 def _fit(
     spec: RunSpec,
-    items: Sequence[Item],
+    items: list[Item] | CombinedColumns,
     features: dict[tuple[str, str], dict[str, int]],
     active: list[str] | None,
     options: ReportOptions,
@@ -86,37 +87,90 @@ def _fit(
     index = {m: k for k, m in enumerate(models)}
     task_ids = [t.id for t in spec.suite.tasks]
     task_index = task_clusters(task_ids)
-    in_suite = {task_id for task_id in {it[0] for it in items} if task_id in task_index}
-    kept = [
-        it for it in items
-        if (it[0], it[1]) in features and (it[0], it[2]) in features
-        and it[1] in index and it[2] in index and it[0] in in_suite
-    ]
-    if not kept:
-        return None, []
     # Each answer's row made once and picked per pair: a pair list has each answer 19 times
     # over at 20 models (380,000 rows built in Python at 20 models x 1,000 tasks otherwise).
     row = {key: k for k, key in enumerate(features)}
+    kept = (
+        _kept_items(items, row, index, task_index)
+        if isinstance(items, list)
+        else _kept_columns(items, row, index, task_index)
+    )
+    if kept is None:
+        return None, []
+    task_at, i, j, score, first_row, second_row = kept
     table = feature_matrix(list(features.values()))
-    first = table[[row[(t, a)] for t, a, _, _ in kept]]
-    second = table[[row[(t, b)] for t, _, b, _ in kept]]
-    x = normalised_difference(first, second)
+    x = normalised_difference(table[first_row], table[second_row])
     if active is None:
         active = [name for k, name in enumerate(FEATURES) if np.any(x[:, k] != 0.0)]
     if not active:
         return None, []
     x = x[:, [FEATURES.index(name) for name in active]]
     comp = stats.comparisons(
-        [task_index[t] for t, _, _, _ in kept],
-        [index[a] for _, a, _, _ in kept],
-        [index[b] for _, _, b, _ in kept],
-        [s for _, _, _, s in kept],
-        n_models=len(models),
-        n_tasks=len(task_ids),
+        task_at, i, j, score, n_models=len(models), n_tasks=len(task_ids)
     )
     boot = style_bootstrap(style_data(comp, x), n_resamples=options.resamples, seed=options.seed)
     gated = gate(boot.bootstrap, comp)  # the one gate: floors and the exact sign test
-    return _Fit(boot, gated.ranking, dict(gated.intervals), len(kept)), active
+    return _Fit(boot, gated.ranking, dict(gated.intervals), len(score)), active
+
+
+# (task index, model_a index, model_b index, model_a's score, model_a's answer's feature row,
+# model_b's) of the pairs a fit keeps
+_Kept = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _kept_items(
+    items: list[Item],
+    row: dict[tuple[str, str], int],
+    index: dict[str, int],
+    task_index: dict[str, int],
+) -> _Kept | None:
+    """The pairs with both answers' features, between the run's models, on the suite's
+    tasks; None when there is none."""
+    in_suite = {task_id for task_id in {it[0] for it in items} if task_id in task_index}
+    kept = [
+        it for it in items
+        if (it[0], it[1]) in row and (it[0], it[2]) in row
+        and it[1] in index and it[2] in index and it[0] in in_suite
+    ]  # fmt: skip
+    if not kept:
+        return None
+    return (
+        np.array([task_index[t] for t, _, _, _ in kept], dtype=np.int64),
+        np.array([index[a] for _, a, _, _ in kept], dtype=np.int64),
+        np.array([index[b] for _, _, b, _ in kept], dtype=np.int64),
+        np.array([s for _, _, _, s in kept], dtype=np.float64),
+        np.array([row[(t, a)] for t, a, _, _ in kept], dtype=np.int64),
+        np.array([row[(t, b)] for t, _, b, _ in kept], dtype=np.int64),
+    )
+
+
+def _kept_columns(
+    columns: CombinedColumns,
+    row: dict[tuple[str, str], int],
+    index: dict[str, int],
+    task_index: dict[str, int],
+) -> _Kept | None:
+    """`_kept_items` of complete combined verdicts, read from their columns."""
+    values = columns.values
+    size = len(values)
+
+    def feature_row(side: str) -> np.ndarray:
+        keys = columns.task * size + getattr(columns, side)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        found = [row.get((values[k // size], values[k % size]), -1) for k in distinct.tolist()]
+        return np.array(found, dtype=np.int64)[inverse.reshape(-1)]
+
+    first, second = feature_row("model_a"), feature_row("model_b")
+    i = columns.index_of("model_a", index_map(index))
+    j = columns.index_of("model_b", index_map(index))
+    # `[]` rather than `get`: the index answers for a conversation's turns in `[]` only
+    t = columns.index_of(
+        "task", lambda task: task_index[task] if task in task_index else None  # noqa: SIM401
+    )
+    at = np.flatnonzero((first >= 0) & (second >= 0) & (i >= 0) & (j >= 0) & (t >= 0))
+    if not len(at):
+        return None
+    return t[at], i[at], j[at], columns.score[at], first[at], second[at]
 
 
 def _side(fit: _Fit, spec: RunSpec, plain_order: list[str], who: str) -> R.StyleFitSide:
@@ -198,11 +252,16 @@ def style_block(
 
     if not spec.style_control:
         return None
-    items: list[Item] = [
-        (c.task_id, c.model_a, c.model_b,
-         0.5 if c.winner == "tie" else 1.0 if c.winner == c.model_a else 0.0)
-        for c in done
-    ]
+    columns = columns_of(done)
+    items: list[Item] | CombinedColumns = (
+        [
+            (c.task_id, c.model_a, c.model_b,
+             0.5 if c.winner == "tie" else 1.0 if c.winner == c.model_a else 0.0)
+            for c in done
+        ]
+        if columns is None or not columns.complete.all()
+        else columns
+    )  # fmt: skip
     judge_fit, active = _fit(spec, items, features, None, options)
     if judge_fit is None:
         return None

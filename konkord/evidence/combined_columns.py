@@ -1,0 +1,119 @@
+"""Combined verdicts with their columns: the list `combine_verdicts` gives when it read the
+log's columns, which also holds, as arrays in the list's order, what the report's figures
+read of every pair (its task and models as the log's codes, complete, flipped, the score of
+model_a). At 20 models x 1,000 tasks the list holds 190,000 pairs; a figure that reads the
+arrays does not visit them one by one. Changing the list lets go of its columns, and a list
+without them is read pair by pair, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from konkord.evidence.verdicts import CombinedVerdict
+
+
+@dataclass(frozen=True)
+class CombinedColumns:
+    """One array per field, one entry per combined verdict, in the list's order."""
+
+    values: list[Any]  # the log's pool: code -> value
+    task: np.ndarray  # codes
+    model_a: np.ndarray
+    model_b: np.ndarray
+    complete: np.ndarray  # bool
+    flipped: np.ndarray  # bool
+    score: np.ndarray  # model_a's score: 1, 0.5 (a tie, or flipped), 0; NaN while incomplete
+    ab: np.ndarray  # the table's row of each order's record, -1 where the order is missing
+    ba: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+    def take(self, rows: np.ndarray) -> CombinedColumns:
+        """The columns of the verdicts at `rows`, in that order."""
+        return CombinedColumns(
+            self.values,
+            *(getattr(self, name)[rows] for name in _ARRAYS),
+        )
+
+    def index_of(self, name: str, index: Callable[[Any], int | None]) -> np.ndarray:
+        """`index(value)` of field `name` of every verdict (-1 where it gives None), asked once
+        per distinct value."""
+        codes = getattr(self, name)
+        distinct, inverse = np.unique(codes, return_inverse=True)
+        found = [index(self.values[code]) for code in distinct.tolist()]
+        lookup = np.array([-1 if k is None else k for k in found], dtype=np.int64)
+        return lookup[inverse.reshape(-1)] if len(codes) else np.zeros(0, np.int64)
+
+    def text(self, name: str) -> list[str]:
+        """Field `name` of every verdict, as text."""
+        values = self.values
+        return [str(values[code]) for code in getattr(self, name).tolist()]
+
+
+_ARRAYS = ("task", "model_a", "model_b", "complete", "flipped", "score", "ab", "ba")
+
+
+class CombinedList(list["CombinedVerdict"]):
+    """Combined verdicts in a plain list that also holds their columns (`columns_of`)."""
+
+    def __init__(self, verdicts: Iterable[CombinedVerdict], columns: CombinedColumns) -> None:
+        super().__init__(verdicts)
+        self.columns: CombinedColumns | None = columns if len(self) == len(columns) else None
+
+    def take(self, rows: np.ndarray) -> CombinedList:
+        """The verdicts at `rows` (indices into this list), with their columns."""
+        columns = self.columns
+        picked = [self[i] for i in rows.tolist()]
+        return CombinedList(picked, _EMPTY if columns is None else columns.take(rows))
+
+
+def columns_of(combined: object) -> CombinedColumns | None:
+    """The columns of a list of combined verdicts, or None when it holds none (made pair by
+    pair, or changed since)."""
+    if type(combined) is CombinedList:
+        return combined.columns
+    return None
+
+
+def complete_only(combined: list[CombinedVerdict]) -> list[CombinedVerdict]:
+    """The complete verdicts, in order (with their columns where the list has them)."""
+    columns = columns_of(combined)
+    if columns is None:
+        return [c for c in combined if c.complete]
+    assert isinstance(combined, CombinedList)
+    return combined.take(np.flatnonzero(columns.complete))
+
+
+def index_map(names: Mapping[str, int]) -> Callable[[Any], int | None]:
+    """A value's index in `names`, None where it has none (or is not text)."""
+    return lambda value: names.get(value) if isinstance(value, str) else None
+
+
+def _forgetting(name: str) -> Any:
+    """A list method that, once it changes the list, lets go of its columns."""
+    method = getattr(list, name)
+
+    def changed(self: CombinedList, *args: Any, **kwargs: Any) -> Any:
+        self.columns = None
+        return method(self, *args, **kwargs)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in (
+    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse",
+    "__setitem__", "__delitem__", "__iadd__", "__imul__",
+):  # fmt: skip
+    setattr(CombinedList, _name, _forgetting(_name))
+
+_EMPTY = CombinedColumns(
+    [], *(np.zeros(0, dtype=bool if n in ("complete", "flipped") else np.int64) for n in _ARRAYS)
+)
