@@ -6,16 +6,21 @@ half holds a bad line (named by its line in the file), cannot start or dies."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from test_hand_edits import make_run
 from test_verdict_table import messy_records
 
 import konkord.evidence.parse as evidence_parse
+from konkord.cli import cli
 from konkord.errors import KonkordError
 from konkord.evidence import verdict_split
 from konkord.evidence.log import EvidenceLog, TornLineWarning
@@ -24,7 +29,7 @@ from konkord.evidence.verdict_table import TABLES, verdict_table
 
 
 @pytest.fixture
-def workers(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
     """Every log is split, in small chunks on both sides; the workers started, by their
     command lines."""
     started: list[list[str]] = []
@@ -39,7 +44,8 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     monkeypatch.setattr(verdict_split, "WORKER_CHUNK_BYTES", 2000)
     monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 3000)
     monkeypatch.setattr(verdict_split.subprocess, "Popen", spied)
-    return started
+    yield started
+    verdict_split.stop_early()
 
 
 def messy_log(root: Path, seed: int = 5) -> EvidenceLog:
@@ -171,3 +177,84 @@ def test_a_busy_machine_parses_in_this_process_alone(
     log = messy_log(tmp_path)
     assert rows(verdict_table(log)) == log.records("verdicts")
     assert workers == []
+
+
+def test_a_worker_started_early_is_taken_up_by_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: list[list[str]]
+) -> None:
+    log = messy_log(tmp_path)
+    verdict_split.start_early(log.path("verdicts"))
+    assert len(workers) == 1
+    size = log.path("verdicts").stat().st_size
+    start = int(workers[0][-3])  # it took the later 60%, from the first line after 40%
+    assert 0.4 * size <= start < 0.4 * size + 2000
+    time.sleep(0.5)  # (it may finish before the read, or not)
+    split = verdict_table(log)
+    assert len(workers) == 1  # no second worker: the early one was used
+    assert rows(split) == rows(one_process(log, monkeypatch)) == log.records("verdicts")
+
+
+def test_an_early_worker_on_a_log_that_changed_since_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: list[list[str]]
+) -> None:
+    log = messy_log(tmp_path)
+    verdict_split.start_early(log.path("verdicts"))
+    early = next(iter(verdict_split.EARLY.values())).worker
+    extra = messy_records(6)[:5]
+    log.append_many("verdicts", extra)
+    split = verdict_table(log)
+    assert early.poll() is not None and verdict_split.EARLY == {}
+    assert len(workers) == 2  # the read split the new version itself
+    assert rows(split) == log.records("verdicts") and len(split) == 405
+
+
+def test_no_early_worker_on_a_torn_log_and_none_left_at_exit(
+    tmp_path: Path, workers: list[list[str]]
+) -> None:
+    log = messy_log(tmp_path)
+    with log.path("verdicts").open("a") as handle:
+        handle.write('{"kind": "verdict", "task_id": "t1", "rationa')
+    verdict_split.start_early(log.path("verdicts"))
+    assert workers == [] and verdict_split.EARLY == {}
+    (tmp_path / "other").mkdir()
+    log = messy_log(tmp_path / "other")
+    verdict_split.start_early(log.path("verdicts"))
+    early = next(iter(verdict_split.EARLY.values())).worker
+    verdict_split.stop_early()  # what runs at exit when no read took it up
+    assert early.poll() is not None and verdict_split.EARLY == {}
+
+
+def test_a_bad_line_in_an_early_workers_part_is_named_by_its_line(
+    tmp_path: Path, workers: list[list[str]]
+) -> None:
+    log = messy_log(tmp_path)
+    lines = log.path("verdicts").read_text().splitlines(keepends=True)
+    lines[379] = '{"kind": "verdict", "winner": 3}\n'
+    log.path("verdicts").write_text("".join(lines))
+    verdict_split.start_early(log.path("verdicts"))
+    with pytest.raises(KonkordError) as caught:
+        verdict_table(log)
+    assert str(caught.value).startswith(
+        f'{log.path("verdicts")}:380: field "winner" is a number, expected text or null'
+    )
+
+
+def test_a_report_with_an_early_worker_writes_the_same_results(
+    project: Path, monkeypatch: pytest.MonkeyPatch, workers: list[list[str]]
+) -> None:
+    make_run(project)
+    made = {}
+    for split in (False, True):
+        monkeypatch.setattr(verdict_split, "SPLIT_BYTES", 0 if split else 1 << 60)
+        TABLES.clear()
+        shutil.rmtree(project / "results", ignore_errors=True)
+        shutil.rmtree(project / ".konkord", ignore_errors=True)
+        result = CliRunner().invoke(cli, ["report", "--run", "s", "--resamples", "20"])
+        assert result.exit_code == 0, result.output
+        made[split] = {
+            path.relative_to(project).as_posix(): path.read_bytes()
+            for path in sorted((project / "results").rglob("*"))
+            if path.is_file()
+        }
+    assert len(workers) == 1 and int(workers[0][-2]) > 0  # the early worker, taken up
+    assert made[True] == made[False] and "results/s.json" in made[True]

@@ -30,6 +30,9 @@ from konkord.evidence.verdict_build import ColumnBuilder
 # Logs smaller than this are parsed here alone (starting a worker costs about 0.2 s of CPU);
 # tests make it small.
 SPLIT_BYTES = 48 << 20
+# The part of the log an early worker takes (`start_early`): it parses while this process
+# does about a second of other work first.
+EARLY_SHARE = 0.6
 # Bytes the worker parses at a time: its records of a chunk are most of its memory.
 WORKER_CHUNK_BYTES = 2 << 20
 _WINDOW = 1 << 16
@@ -37,35 +40,70 @@ _WINDOW = 1 << 16
 
 def read_split(into: ColumnBuilder, path: Path, handle: IO[bytes], size: int) -> bool:
     """The first `size` bytes of the verdict log parsed into `into`, by two processes where
-    `splits` says so; returns whether the last line was torn."""
+    `splits` says so (or a worker `start_early` started on this version of the file is still
+    at work); returns whether the last line was torn."""
+    early = _take_early(path, handle, size)
+    if early is not None:
+        return _finish(into, path, handle, size, early)
     half = _line_start(handle.fileno(), size // 2, size) if splits(size) else None
-    if half is None:
+    started = None if half is None else _start(path, handle.fileno(), half, size)
+    if started is None:
         return parse_stream(path, handle, size, into)
+    return _finish(into, path, handle, size, started)
+
+
+class _Worker:
+    """A worker parsing a log from byte `half` to `size`, and what it sent so far."""
+
+    def __init__(self, worker: subprocess.Popen[bytes], half: int, version: tuple[int, ...]):
+        assert worker.stdout is not None
+        self.worker = worker
+        self.half = half
+        self.version = version  # (device, inode, size, modification time) when it started
+        self.messages: deque[tuple[str, Any]] = deque()
+        self.reader = threading.Thread(
+            target=_receive, args=(worker.stdout, self.messages), daemon=True
+        )
+        self.reader.start()
+
+    def stop(self) -> None:
+        self.worker.kill()
+        self.reader.join()
+        self.worker.wait()
+
+
+def _start(path: Path, fd: int, half: int, size: int) -> _Worker | None:
+    """A worker started on bytes `half` to `size` of the open file `fd`; None if it cannot."""
     try:
         worker = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(path), str(handle.fileno()), str(half),
-             str(size - half), str(WORKER_CHUNK_BYTES)],
+            [sys.executable, "-m", __name__, str(path), str(fd), str(half), str(size - half),
+             str(WORKER_CHUNK_BYTES)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            pass_fds=(handle.fileno(),),
+            pass_fds=(fd,),
             env=_worker_env(),
         )  # fmt: skip
     except OSError:
-        return parse_stream(path, handle, size, into)
-    assert worker.stdout is not None
-    messages: deque[tuple[str, Any]] = deque()
-    reader = threading.Thread(target=_receive, args=(worker.stdout, messages), daemon=True)
-    reader.start()
+        return None
+    return _Worker(worker, half, _version(fd, size))
+
+
+def _finish(
+    into: ColumnBuilder, path: Path, handle: IO[bytes], size: int, started: _Worker
+) -> bool:
+    """The log parsed up to where the worker began, here, then the worker's columns merged
+    after; parsed again whole, here, if the worker failed."""
     try:
-        parse_stream(path, handle, half, into)  # ends where a line does: never torn
+        parse_stream(path, handle, started.half, into)  # ends where a line does: never torn
     except BaseException:
-        worker.kill()
+        started.worker.kill()
         raise
     finally:
-        reader.join()
-        worker.wait()
-    if worker.returncode != 0 or not messages or messages[-1][0] != "end":
+        started.reader.join()
+        started.worker.wait()
+    messages = started.messages
+    if started.worker.returncode != 0 or not messages or messages[-1][0] != "end":
         handle.seek(0)  # parsed again whole, here: the error names its line
         into.reset()
         return parse_stream(path, handle, size, into)
@@ -73,6 +111,72 @@ def read_split(into: ColumnBuilder, path: Path, handle: IO[bytes], size: int) ->
     while messages:
         into.merge(messages.popleft()[1])
     return bool(torn)
+
+
+def _version(fd: int, size: int) -> tuple[int, ...]:
+    stat = os.fstat(fd)
+    return (stat.st_dev, stat.st_ino, size, stat.st_mtime_ns)
+
+
+# Workers started early (`start_early`), by the log's path, until `read_split` takes them up.
+EARLY: dict[str, _Worker] = {}
+
+
+def start_early(path: Path) -> None:
+    """Start the worker on the later part of the verdict log at `path` now, where `splits`
+    says so, for a command that will read the log after other work (`konkord report`: its
+    imports and the answers, about a second): the worker parses while this process does that
+    work, so it takes `EARLY_SHARE` of the log rather than half. `read_split` takes it up if
+    the log is then still as it was (same file, size and modification time); else, or if it
+    never does, the worker is stopped. A log whose last line is not whole (a crash, or a
+    writer mid-line) is left to the ordinary read, which reports or repairs it."""
+    import atexit
+    import fcntl
+
+    key = str(path.resolve())
+    if key in EARLY:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # never half of a record another process is writing
+        try:
+            size = os.fstat(fd).st_size
+            whole = size > 0 and os.pread(fd, 1, size - 1) == b"\n"
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        if not whole or not splits(size):
+            return
+        half = _line_start(fd, int(size * (1 - EARLY_SHARE)), size)
+        started = None if half is None else _start(path, fd, half, size)
+    except OSError:
+        return
+    finally:
+        os.close(fd)  # the worker has its own copy
+    if started is not None:
+        if not EARLY:
+            atexit.register(stop_early)
+        EARLY[key] = started
+
+
+def _take_early(path: Path, handle: IO[bytes], size: int) -> _Worker | None:
+    """The early worker on this version of the log, if there is one; one on another version
+    is stopped."""
+    started = EARLY.pop(str(path.resolve()), None)
+    if started is None:
+        return None
+    if started.version == _version(handle.fileno(), size) and started.worker.poll() in (None, 0):
+        return started
+    started.stop()
+    return None
+
+
+def stop_early() -> None:
+    """Stop the early workers no read took up (the command ended another way)."""
+    while EARLY:
+        EARLY.popitem()[1].stop()
 
 
 def splits(size: int) -> bool:
