@@ -10,6 +10,9 @@ in one process, alternating --repeats times:
   verdict records written to the evidence log and flushed per record), the verdicts and the
   response cache removed before each repeat so every call is made.
 
+With --routes ...,pool, the stage is also timed with its calls made in --processes worker
+processes (`konkord judge --processes`), their start and their CPU included.
+
 With --routes bare-split, the bare route is also timed split over --processes processes (each
 with its own interpreter lock; litellm's worker threads share one), from a common start once
 each has imported litellm: the most a second core could give the stage.
@@ -66,8 +69,9 @@ def make_project(root: Path, n_tasks: int, n_models: int) -> None:
 
 
 def cpu_now() -> float:
+    """CPU seconds of this process and of its children waited for (the pool's workers)."""
     times = os.times()
-    return times.user + times.system
+    return times.user + times.system + times.children_user + times.children_system
 
 
 async def bare(calls: list[dict[str, Any]], concurrency: int) -> None:
@@ -111,14 +115,16 @@ def bare_calls(root: Path) -> list[dict[str, Any]]:
     ]
 
 
-async def konkord_judge(concurrency: int) -> int:
-    """The judge stage as `konkord judge --concurrency N` runs it (no progress bar)."""
+async def konkord_judge(concurrency: int, processes: int = 1) -> int:
+    """The judge stage as `konkord judge --concurrency N --processes P` runs it (no progress
+    bar); with P > 1 its workers' start (imports) is timed too."""
     from konkord.configuration.runspec import resolve_run
     from konkord.providers.llm import ModelClient
     from konkord.stages.judge.judge import judge_run
 
     spec = resolve_run("big")
     client = ModelClient(concurrency=concurrency, prices=spec.prices)
+    client.processes = processes
     summary = await judge_run(spec, (JUDGE,), client, concurrency=concurrency)
     return sum(t.judged for t in summary.tallies.values())
 
@@ -191,10 +197,12 @@ def main() -> None:
     parser.add_argument(
         "--routes",
         default="bare,konkord",
-        help="which to time, comma-separated: bare, konkord, and bare-split (bare litellm over "
-        "--processes processes, each with its own interpreter lock: what a second core could give)",
+        help="which to time, comma-separated: bare, konkord, bare-split (bare litellm over "
+        "--processes processes, each with its own interpreter lock: what a second core could "
+        "give) and pool (the stage with --processes worker processes making its calls, their "
+        "start and their CPU included)",
     )
-    parser.add_argument("--processes", type=int, default=2, help="for bare-split [2]")
+    parser.add_argument("--processes", type=int, default=2, help="for bare-split and pool [2]")
     parser.add_argument("--profile", choices=("bare", "konkord"), help="one run, pyinstrument")
     parser.add_argument("--keep", type=Path, help="make the project here (reused if there)")
     args = parser.parse_args()
@@ -216,6 +224,7 @@ def main() -> None:
             routes = {
                 "bare": lambda: bare(calls, args.concurrency),
                 "konkord": lambda: konkord_judge(args.concurrency),
+                "pool": lambda: konkord_judge(args.concurrency, args.processes),
             }
             # imports and first-call setup
             asyncio.run(flushed(lambda: bare(calls[:200], args.concurrency)))

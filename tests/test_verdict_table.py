@@ -21,7 +21,7 @@ from konkord.stages.decisions import call_latencies, cost_of
 MODELS = ["m/a", "m/b", "m/c"]
 
 
-def _records(seed: int) -> list[dict[str, object]]:
+def messy_records(seed: int) -> list[dict[str, object]]:
     """A messy log: two judges, two frames, superseded records, failures, nulls, an absent
     field, a cascade's probabilities, an imported vote and a field no column knows."""
     rng = random.Random(seed)
@@ -71,7 +71,7 @@ def _records(seed: int) -> list[dict[str, object]]:
 @pytest.fixture(params=[1, 2, 3])
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> EvidenceLog:
     log = EvidenceLog(tmp_path)
-    lines = [json.dumps(r, sort_keys=True) for r in _records(request.param)]
+    lines = [json.dumps(r, sort_keys=True) for r in messy_records(request.param)]
     log.path("verdicts").write_text("\n".join(lines) + "\n")
     return log
 
@@ -130,7 +130,7 @@ def test_rows_changed_in_place_are_read_from_themselves(log: EvidenceLog) -> Non
 def test_a_chunk_with_every_number_present_keeps_each_numbers_type(tmp_path: Path) -> None:
     # Every record has every number (the common case, converted by numpy at once): a whole
     # number stays an int and a float a float, ints and floats mixed in one field.
-    records = _records(4)
+    records = messy_records(4)
     for n, record in enumerate(records):
         record |= {"tokens_in": n, "tokens_out": 2 * n, "latency_s": 1.5 if n % 2 else 2}
         record["cost_usd"] = [0, 0.25, 3, 0.0][n % 4]

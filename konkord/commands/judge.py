@@ -9,7 +9,9 @@ import click
 
 from konkord.commands.inputs import COUNT, MAX_TOKENS, RUN_NAME, finite
 from konkord.commands.large_run_options import (
+    POOL_FROM_CALLS,
     batch_status,
+    default_processes,
     large_run_options,
     print_estimates,
     report_budget,
@@ -67,6 +69,16 @@ if TYPE_CHECKING:
     "pairs per task) or adaptive:CALLS (rounds that spend CALLS judge calls on unseparated "
     "neighbours) [default: the run's \"design\" in runs.json, else all].",
 )
+@click.option(
+    "--processes",
+    type=COUNT,
+    help="Processes making the judge's litellm calls; 1: this process alone (litellm's own "
+    "work is about 2 ms of CPU a call, one core's worth at 500 calls a second). Default: 1 "
+    f"for a judging of fewer than {POOL_FROM_CALLS:,} calls (recorded ones included), else "
+    "one worker per core, started at the first call not served from the cache. --batch, a "
+    "first-pass cascade and judges served by deployments (litellm's Router keeps its rate "
+    "limits per process) always use this process. Evidence is written by this process alone.",
+)
 @large_run_options
 def judge(
     run_name: str,
@@ -79,6 +91,7 @@ def judge(
     confidence: str | None,
     audit: int | None,
     design: str | None,
+    processes: int | None,
     batch: bool,
     dry_run: bool,
     max_cost: float | None,
@@ -184,6 +197,8 @@ def judge(
     )
     check_prices(client, tuple(chosen))
     total = planned_calls(spec, chosen)
+    if not batch:
+        client.processes = processes or default_processes(total)
     with progress_bar("verdicts", total) as advance:
         moved = [0]
 

@@ -26,6 +26,7 @@ from konkord.evidence.parse import (
     Collector,
     ParsedStreams,
     ReadResult,
+    ReadsItself,
     Record,
     RecordList,
     parse_stream,
@@ -226,7 +227,10 @@ class EvidenceLog:
                 fcntl.flock(fd, fcntl.LOCK_UN)  # a torn tail may be cut: then keep the lock
                 locked = False
             made = collector()
-            torn = parse_stream(path, handle, stat.st_size, made)
+            if isinstance(made, ReadsItself):
+                torn = made.read_stream(path, handle, stat.st_size)
+            else:
+                torn = parse_stream(path, handle, stat.st_size, made)
             cached = (made.result(path, torn), torn)
         except OSError as exc:
             raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None

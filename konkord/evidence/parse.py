@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar, runtime_checkable
 
 import pydantic_core
 
@@ -36,8 +36,33 @@ def parses_as_record(line: bytes) -> bool:
         return False
 
 
+class Reader(Protocol):
+    """What a stream is read from: an open binary file, or anything that reads like one."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+@runtime_checkable
+class ReadsItself(Protocol):
+    """A collector that reads its stream its own way (the verdict columns: in two processes
+    where the log is large) rather than through `parse_stream`."""
+
+    def read_stream(self, path: Path, handle: BinaryIO, size: int) -> bool:
+        """The first `size` bytes of the stream at `path`, open as `handle`, read into the
+        collector; returns whether the last line was torn."""
+        ...
+
+
+class WrongField(Exception):
+    """What a collector that checks its records' field types itself (`checks_fields`) raises
+    from `add` when one is wrong; the reader then finds the record and names its line."""
+
+
 class Collector(Protocol[T_co]):
-    """What a stream's records are gathered into as its chunks are parsed."""
+    """What a stream's records are gathered into as its chunks are parsed. One with a true
+    `checks_fields` attribute checks the types of the known fields itself while it takes the
+    records apart (raising `WrongField`), so the reader's own record-by-record check is
+    skipped."""
 
     def add(self, records: list[Record], chunk: bytes, start: int) -> None:
         """The records of `chunk`, whole lines beginning at byte `start` of the file."""
@@ -60,7 +85,7 @@ class RecordList:
         return ReadResult(self.records, torn)
 
 
-def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) -> bool:
+def parse_stream(path: Path, handle: Reader, size: int, into: Collector[Any]) -> bool:
     """The first `size` bytes of a stream parsed into `into`, read and parsed a chunk of whole
     lines at a time (each chunk parsed as one JSON array, its newlines turned into commas): the
     file is never held whole, so a 300 MB verdict log costs what is kept of its records and one
@@ -71,6 +96,7 @@ def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) 
     start = 0  # where the next chunk begins in the file
     rest = b""
     left = size
+    checked = bool(getattr(into, "checks_fields", False))
     while left > 0:
         data = handle.read(min(CHUNK_BYTES, left))
         if not data:
@@ -82,41 +108,78 @@ def parse_stream(path: Path, handle: BinaryIO, size: int, into: Collector[Any]) 
             rest = data
             continue
         chunk, rest = data[:end], data[end:]
-        into.add(_parse_chunk(path, chunk, lines_before), chunk, start)
-        lines_before += chunk.count(b"\n")
+        records, lines = _parse_chunk(path, chunk, lines_before, check=not checked)
+        _add(into, path, records, chunk, start, lines_before)
+        lines_before += lines
         start += len(chunk)
     torn = bool(rest.strip()) and not parses_as_record(rest)
     if rest.strip() and not torn:  # a whole record that lost its newline
-        into.add(_parse_chunk(path, rest + b"\n", lines_before), rest, start)
+        records, _ = _parse_chunk(path, rest + b"\n", lines_before, check=not checked)
+        _add(into, path, records, rest, start, lines_before)
     return torn
 
 
-def _parse_chunk(path: Path, chunk: bytes, lines_before: int) -> list[Record]:
-    """The records of a chunk of whole lines, the first `lines_before` lines into the file."""
-    parsed = _parse_array(_as_array(chunk)) if chunk.strip() else []
+def _add(
+    into: Collector[Any], path: Path, records: list[Record], chunk: bytes, start: int,
+    lines_before: int,
+) -> None:  # fmt: skip
+    """The records of a chunk added to `into`; a wrong field it found named by its line."""
+    try:
+        into.add(records, chunk, start)
+    except WrongField:
+        _raise_wrong_field(path, records, chunk, lines_before)
+        raise  # the collector saw a wrong type the check does not: not expected
+
+
+def _parse_chunk(
+    path: Path, chunk: bytes, lines_before: int, check: bool = True
+) -> tuple[list[Record], int]:
+    """The records of a chunk of whole lines, the first `lines_before` lines into the file,
+    and the number of lines the chunk has (blank ones too); their fields' types checked
+    unless `check` is False (the collector checks them)."""
+    parsed = _parse_array(_as_array(chunk)) if chunk and not chunk.isspace() else []
+    lines = chunk.count(b"\n")
+    if parsed and len(parsed) != lines - _trailing(chunk) + 1:
+        _name_bad_line(path, chunk, lines_before)  # a line of more than one record
     if parsed is None:  # blank lines, or a record that is not JSON
-        lines = [line for line in chunk.split(b"\n") if line.strip()]
-        parsed = _parse_array(b"[" + b",".join(lines) + b"]") if lines else []
-    if parsed is None or not all(isinstance(record, dict) for record in parsed):
+        lines_of = [line for line in chunk.split(b"\n") if line.strip()]
+        parsed = _parse_array(b"[" + b",".join(lines_of) + b"]") if lines_of else []
+        if parsed and len(parsed) != len(lines_of):
+            _name_bad_line(path, chunk, lines_before)
+    if parsed is None or not set(map(type, parsed)) <= {dict}:
         _name_bad_line(path, chunk, lines_before)
-    wrong = check_fields(path.stem, parsed or [])
-    if wrong is not None:  # a hand edit: name its line (the index counts non-blank lines)
+    if check:
+        _raise_wrong_field(path, parsed or [], chunk, lines_before)
+    return parsed or [], lines
+
+
+def _trailing(chunk: bytes) -> int:
+    """How many newlines a chunk ends with."""
+    count = 0
+    while count < len(chunk) and chunk[-1 - count] == 10:
+        count += 1
+    return count
+
+
+def _raise_wrong_field(path: Path, records: list[Record], chunk: bytes, lines_before: int) -> None:
+    """Raise the error naming the first record of a chunk whose known field has the wrong
+    type (a hand edit), if there is one."""
+    wrong = check_fields(path.stem, records)
+    if wrong is not None:  # name its line (the index counts non-blank lines)
         index, problem = wrong
         numbers = [n for n, line in enumerate(chunk.split(b"\n"), start=1) if line.strip()]
         raise KonkordError(
             f"{path}:{lines_before + numbers[index]}: {problem}; was the evidence log edited "
             "by hand? Restore it from git"
         )
-    return parsed or []
 
 
-_COMMAS = bytes.maketrans(b"\n", b",")
 CHUNK_BYTES = 1 << 23  # bytes read and parsed at a time (tests make it small)
 
 
 def _as_array(body: bytes) -> bytes:
     """`[line,line,...]` from `line\\nline\\n...`."""
-    return b"[" + body.rstrip(b"\n").translate(_COMMAS) + b"]"
+    return b"[" + body.rstrip(b"\n").replace(b"\n", b",") + b"]"
 
 
 def _parse_array(data: bytes | bytearray) -> Any:

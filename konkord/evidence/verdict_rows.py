@@ -6,6 +6,7 @@ rows that remember their table (`RowList`), with the field layout both the build
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -194,7 +195,10 @@ class VerdictTable:
             data = os.pread(fd, int(self.lengths[index]), int(self.offsets[index]))
         finally:
             os.close(fd)
-        parsed: Record = pydantic_core.from_json(data)
+        try:
+            parsed: Record = pydantic_core.from_json(data)
+        except ValueError:  # a lone surrogate escape, which only `json` reads as written
+            parsed = json.loads(data)
         return parsed
 
 

@@ -11,218 +11,22 @@ A row (`VerdictRow`) reads like the record it came from (a read-only mapping wit
 and values), so code written for records works on rows; the hot paths (the latest record per
 key, freshness, combining orders, counting) work on the columns directly.
 
-This module builds the table while the log is parsed, a chunk at a time, and keeps one per
-process and version of the file; the table and its rows live in `verdict_rows.py`.
+This module keeps one table per process and version of the file; it is built while the log is
+parsed, a chunk at a time (`verdict_build.py`), by two processes where the log is large
+(`verdict_split.py`); the table and its rows live in `verdict_rows.py`.
 """
 
 from __future__ import annotations
 
-from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
-import numpy as np
-
-from konkord.evidence.log import EvidenceLog, ParsedStreams, Record
-from konkord.evidence.verdict_rows import (
-    ABSENT,
-    ABSENT_NUM,
-    CODED,
-    FLAGS,
-    FLOAT_NUM,
-    FLOATS,
-    FROM_FILE,
-    HASH_ABSENT,
-    HASH_ELSEWHERE,
-    HASH_HELD,
-    HASH_NULL,
-    HASHES,
-    INT_NUM,
-    INTS,
-    KNOWN,
-    MISSING,
-    NULL_NUM,
-    TEXTS,
-    RowList,
-    VerdictRow,
-    VerdictTable,
-    rows_of_one_table,
-)
+from konkord.evidence.log import EvidenceLog, ParsedStreams
+from konkord.evidence.verdict_build import ColumnBuilder
+from konkord.evidence.verdict_rows import RowList, VerdictRow, VerdictTable, rows_of_one_table
+from konkord.evidence.verdict_split import read_split
 
 __all__ = ["TABLES", "RowList", "VerdictRow", "VerdictTable", "rows_of_one_table", "verdict_table"]
-
-
-class _Builder:
-    """Columns gathered a chunk of records at a time while the log is parsed: each chunk's
-    columns become numpy arrays at once, so no list of Python numbers outlives its chunk."""
-
-    def __init__(self) -> None:
-        self.pool: list[Any] = [MISSING, None]
-        self.codes: dict[Any, int] = {MISSING: ABSENT, None: 1}
-        self.coded: dict[str, list[np.ndarray]] = {name: [] for name in CODED}
-        self.nums: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {
-            name: [] for name in (*INTS, *FLOATS)
-        }
-        self.flags: dict[str, list[np.ndarray]] = {name: [] for name in FLAGS}
-        self.texts: dict[str, list[Any]] = {name: [] for name in TEXTS}
-        self.hashes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {n: [] for n in HASHES}
-        self.same: dict[str, str] = {}  # each distinct rationale or detail, held once
-        self.files: dict[str, list[np.ndarray]] = {name: [] for name in FROM_FILE}
-        self.extra: dict[int, Record] = {}
-        self.offsets: list[np.ndarray] = []
-        self.lengths: list[np.ndarray] = []
-        self.count = 0
-
-    def add(self, records: list[Record], chunk: bytes, start: int) -> None:
-        """The records parsed from `chunk` (whole lines beginning at byte `start`), a field at
-        a time (one pass in C per field rather than a Python loop per record)."""
-        self._add_offsets(records, chunk, start)
-        codes = self.codes
-        for name in CODED:
-            values = _field(records, name)
-            for new in set(values).difference(codes):
-                codes[new] = len(self.pool)
-                self.pool.append(new)
-            self.coded[name].append(np.fromiter(map(codes.__getitem__, values), np.int32))
-        for name in (*INTS, *FLOATS):
-            values = _field(records, name)
-            state = np.fromiter(map(_STATE_OF_TYPE.__getitem__, map(type, values)), np.int8)
-            if not (state < INT_NUM).any():  # every record has the number: taken at once
-                filled = values
-            else:
-                filled = [v if type(v) in (int, float) else 0 for v in values]
-            kind = np.int64 if name in INTS else np.float64
-            self.nums[name].append((np.array(filled, dtype=kind), state))
-        for name in FLAGS:
-            flags = _field(records, name)
-            self.flags[name].append(
-                np.array(
-                    [0 if f is MISSING else 1 if f is None else 3 if f else 2 for f in flags],
-                    dtype=np.int8,
-                )
-            )
-        for name in TEXTS:
-            values = _field(records, name)
-            if len(self.same) < _SAME_MAX:  # one object per distinct text, while they repeat
-                values = [self.same.setdefault(v, v) if type(v) is str else v for v in values]
-            self.texts[name].extend(values)
-        for name in HASHES:
-            values = _field(records, name)
-            if _all_short_ascii(values):  # the common case, converted by numpy at once
-                self.hashes[name].append(
-                    (np.array(values, dtype=np.bytes_), np.full(len(values), HASH_HELD, np.int8))
-                )
-                continue
-            kinds = [_hash_kind(v) for v in values]
-            data = [
-                v.encode() if k == HASH_HELD else b"" for v, k in zip(values, kinds, strict=True)
-            ]
-            self.hashes[name].append(
-                (np.array(data or [b""])[: len(data)], np.array(kinds, np.int8))
-            )
-            for n, got in enumerate(kinds):
-                if got == HASH_ELSEWHERE:  # not a short ASCII text: kept as written
-                    self.extra.setdefault(self.count + n, {})[name] = values[n]
-        count = len(records)
-        for name in FROM_FILE:
-            has = map(dict.__contains__, records, repeat(name, count))
-            self.files[name].append(np.fromiter(has, dtype=bool, count=count))
-        known = np.fromiter(map(KNOWN.issuperset, records), dtype=bool, count=count)
-        for n in np.flatnonzero(~known).tolist():  # fields no column holds: kept as written
-            record = records[n]
-            self.extra.setdefault(self.count + n, {}).update(
-                {k: v for k, v in record.items() if k not in KNOWN}
-            )
-        self.count += len(records)
-
-    def _add_offsets(self, records: list[Record], chunk: bytes, start: int) -> None:
-        """Where each record's line is in the file: its newlines found by numpy; a chunk with
-        blank lines (their count differs from the records') is walked line by line."""
-        ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-        if chunk and not chunk.endswith(b"\n"):  # a last record that lost its newline
-            ends = np.append(ends, len(chunk))
-        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
-        lengths = ends - starts
-        kept = lengths > 0
-        if int(kept.sum()) != len(records):  # whitespace-only lines: the exact, slow way
-            kept = np.array(
-                [
-                    bool(chunk[a:b].strip())
-                    for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
-                ],
-                dtype=bool,
-            )
-        self.offsets.append(starts[kept] + start)
-        self.lengths.append(lengths[kept].astype(np.int64))
-
-    def result(self, path: Path, torn: bool) -> VerdictTable:
-        def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
-
-        return VerdictTable(
-            path=path,
-            pool=self.pool,
-            coded={k: joined(v, np.int32) for k, v in self.coded.items()},
-            nums={
-                k: (
-                    joined([values for values, _ in v], np.int64 if k in INTS else np.float64),
-                    joined([state for _, state in v], np.int8),
-                )
-                for k, v in self.nums.items()
-            },
-            flags={k: joined(v, np.int8) for k, v in self.flags.items()},
-            texts=self.texts,
-            hashes={
-                k: (
-                    joined([data for data, _ in v], np.bytes_),
-                    joined([kind for _, kind in v], np.int8),
-                )
-                for k, v in self.hashes.items()
-            },
-            files={k: joined(v, np.bool_) for k, v in self.files.items()},
-            extra=self.extra,
-            offsets=joined(self.offsets, np.int64),
-            lengths=joined(self.lengths, np.int64),
-        )
-
-
-# A judge that words its rationales from a few stock phrases (a simulated one does) repeats the
-# same text thousands of times: held once each. Past this many distinct texts they are taken
-# as they come (a model's own words rarely repeat, and the lookup would only cost memory).
-_SAME_MAX = 50_000
-
-
-def _hash_kind(value: Any) -> int:
-    if value is MISSING:
-        return HASH_ABSENT
-    if value is None:
-        return HASH_NULL
-    if type(value) is str and len(value) <= 64 and value.isascii() and "\0" not in value:
-        return HASH_HELD
-    return HASH_ELSEWHERE
-
-
-def _all_short_ascii(values: list[Any]) -> bool:
-    """Whether every value is a text of at most 64 ASCII characters without a NUL (which
-    numpy's byte strings would drop)."""
-    if not values or set(map(type, values)) != {str}:
-        return False
-    joined = "".join(values)
-    return joined.isascii() and "\0" not in joined and max(map(len, values)) <= 64
-
-
-def _field(records: list[Record], name: str) -> list[Any]:
-    """Field `name` of every record (`MISSING` where absent), asked in C: no Python frame per
-    record."""
-    count = len(records)
-    return list(map(dict.get, records, repeat(name, count), repeat(MISSING, count)))
-
-
-# A number's state by the type of its value (`MISSING`, an absent field, is a plain object; the
-# log's field check lets no other type through, and a bool is not taken for a number).
-_STATE_OF_TYPE: dict[type, int] = {
-    object: ABSENT_NUM, type(None): NULL_NUM, int: INT_NUM, float: FLOAT_NUM
-}
 
 
 # The tables made in this process, each kept until its log changes (as `log.PARSED` keeps
@@ -235,8 +39,12 @@ def verdict_table(log: EvidenceLog) -> VerdictTable:
     return log.read_into("verdicts", _TrimmedBuilder, TABLES)
 
 
-class _TrimmedBuilder(_Builder):
+class _TrimmedBuilder(ColumnBuilder):
     """The builder, handing the memory the parsed records took back to the system when done."""
+
+    def read_stream(self, path: Path, handle: BinaryIO, size: int) -> bool:
+        """The log parsed in two processes where it is large (`verdict_split`)."""
+        return read_split(self, path, handle, size)
 
     def result(self, path: Path, torn: bool) -> VerdictTable:
         table = super().result(path, torn)

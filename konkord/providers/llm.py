@@ -27,6 +27,7 @@ from konkord.configuration.credentials import redact as redact
 from konkord.configuration.credentials import secret_values as secret_values
 from konkord.configuration.runs_config import Price
 from konkord.evidence.stopping import STOP, StopRequested
+from konkord.providers.call_pool import CallPool, PoolBroken
 
 # Re-exported: callers import these from here, the one door to model calls.
 from konkord.providers.calls import CallResult as CallResult
@@ -102,6 +103,9 @@ class ModelClient:
     prices: dict[str, Price] = field(default_factory=dict)
     deployments: Deployments | None = None  # models served by several deployments (Router)
     budget: Budget | None = None  # --max-cost: refuses calls that could pass the cap
+    # worker processes making the litellm calls (1: this process); routed models stay here
+    processes: int = 1
+    _pool: CallPool | None = field(default=None, init=False)
     _semaphores: dict[str, asyncio.Semaphore] = field(default_factory=dict, init=False)
     _settings_fields: dict[CallSettings, dict[str, Any]] = field(default_factory=dict, init=False)
     _known_models: dict[str, bool] = field(default_factory=dict, init=False)
@@ -216,15 +220,16 @@ class ModelClient:
                 try:
                     if routed and self.deployments is not None:
                         response = await self.deployments.acompletion(kwargs)
-                    else:
-                        response = await litellm.acompletion(**kwargs)
-                    latency = time.perf_counter() - started
-                    result = self._result_from(litellm, model, response, latency, attempts)
-                    if routed:
+                        latency = time.perf_counter() - started
+                        result = self._result_from(litellm, model, response, latency, attempts)
                         result.deployment = answered_by(response)
                         result.fallbacks = tuple(failed_on)
+                    elif self.processes > 1:
+                        result = await self._call_pool().call(kwargs, attempts)
+                    else:
+                        result = await self.attempt(litellm, kwargs, attempts)
                     break
-                except asyncio.CancelledError:
+                except (asyncio.CancelledError, PoolBroken):
                     STOP.land(flight)
                     if self.budget and hold is not None:
                         self.budget.settle(hold, None)
@@ -254,6 +259,26 @@ class ModelClient:
         if cache is not None:
             cache.put(key, result)
         return result
+
+    async def attempt(self, litellm: Any, kwargs: dict[str, Any], attempts: int) -> CallResult:
+        """One attempt of a call, in this process: litellm's reply read into a CallResult
+        (what a worker process of the call pool runs for each call it is sent)."""
+        started = time.perf_counter()
+        response = await litellm.acompletion(**kwargs)
+        latency = time.perf_counter() - started
+        return self._result_from(litellm, kwargs["model"], response, latency, attempts)
+
+    def _call_pool(self) -> CallPool:
+        if self._pool is None:
+            self._pool = CallPool(self.processes, self.prices)
+        return self._pool
+
+    async def close(self) -> None:
+        """Stop the call pool's worker processes, if any were started (a later call starts
+        them again)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
 
     def _launch(self, hold: Any) -> int:
         """Register a call going out, or refuse it after Ctrl-C (giving back its budget hold)."""

@@ -77,6 +77,8 @@ def is_offline_model(model: str) -> bool:
 
 def classify_error(exc: BaseException, litellm: Any) -> str:
     """"permanent" (auth, bad request, context window, ...: not worth a retry) or "transient"."""
+    if isinstance(exc, RemoteCallError):
+        return exc.kind
     permanent = (
         litellm.AuthenticationError,
         litellm.BadRequestError,
@@ -93,12 +95,16 @@ def classify_error(exc: BaseException, litellm: Any) -> str:
 
 def short_error(exc: BaseException) -> str:
     """The error in one line, keys redacted, at most 500 characters."""
+    if isinstance(exc, RemoteCallError):
+        return exc.text
     text = redact(f"{type(exc).__name__}: {exc}")
     return text if len(text) <= 500 else text[:497] + "..."
 
 
 def retry_after_s(exc: BaseException) -> float | None:
     """The server's Retry-After, in seconds, when a rate-limit error carries one."""
+    if isinstance(exc, RemoteCallError):
+        return exc.retry_after
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if not headers:
@@ -112,3 +118,20 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 class MalformedResponse(Exception):
     """The server answered, but not with a usable completion (no choices, no message)."""
+
+
+class RemoteCallError(Exception):
+    """A call made in a worker process failed: the worker's reading of the error, as plain
+    data (litellm's exception objects need not pickle). `kind` is classify_error's, `text`
+    short_error's and `retry_after` retry_after_s's, all read in the worker."""
+
+    def __init__(self, kind: str, text: str, retry_after: float | None) -> None:
+        super().__init__(text)
+        self.kind = kind
+        self.text = text
+        self.retry_after = retry_after
+
+    @classmethod
+    def of(cls, exc: BaseException, litellm: Any) -> RemoteCallError:
+        """The plain-data reading of an exception raised by a call."""
+        return cls(classify_error(exc, litellm), short_error(exc), retry_after_s(exc))

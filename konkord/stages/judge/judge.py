@@ -112,6 +112,27 @@ async def judge_run(
     log = EvidenceLog(spec.run_dir)
     preflight(spec, judges)
     record_start(spec, log)
+    client = client or ModelClient(concurrency=concurrency, prices=spec.prices)
+    try:
+        return await _judge_rounds(
+            spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
+        )
+    finally:
+        await client.close()  # the call pool's worker processes, if it started any
+
+
+async def _judge_rounds(
+    spec: RunSpec,
+    judges: tuple[str, ...],
+    client: ModelClient,
+    concurrency: int,
+    max_tokens: int,
+    on_progress: ProgressCallback | None,
+    api_base: str | None,
+    only: Callable[[JudgeItem], bool] | None,
+) -> JudgeSummary:
+    """judge_run's passes: one, or under an adaptive design one a round."""
+    log = EvidenceLog(spec.run_dir)
     summary = await _judge_pass(
         spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
     )
@@ -134,7 +155,7 @@ async def judge_run(
 async def _judge_pass(
     spec: RunSpec,
     judges: tuple[str, ...],
-    client: ModelClient | None,
+    client: ModelClient,
     concurrency: int,
     max_tokens: int,
     on_progress: ProgressCallback | None,
@@ -160,7 +181,6 @@ async def _judge_pass(
     if todo:
         for judge in judges:
             record_prompt(log, spec, system_prompt, judge)
-    client = client or ModelClient(concurrency=concurrency, prices=spec.prices)
     settings = judge_settings(max_tokens, api_base or spec.settings.api_base)
     total = len(items)
     finished = total - len(todo)

@@ -121,8 +121,14 @@ async def judge_live(
                 continue  # --max-cost or Ctrl-C: not sent; a rerun asks it
             writer.add([(item, record, calls)])
 
-    await asyncio.gather(*(worker() for _ in range(min(max(1, concurrency), len(todo)))))
+    workers = [worker() for _ in range(min(max(1, concurrency), len(todo)))]
+    outcomes = await asyncio.gather(*workers, return_exceptions=True)
+    # A failing worker (a dead call process, a write that failed) ends alone: the others finish
+    # the calls they hold, so that what was paid for is written before the stage fails.
     await writer.drain()
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 async def judge_by_batch(

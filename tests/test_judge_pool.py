@@ -1,0 +1,235 @@
+"""The judge stage with its calls made in worker processes (`--processes`), against the local
+OpenAI-compatible server: the same verdicts as one process, nothing lost or paid twice on
+kill -9 of the parent or Ctrl-C, workers that die with their parent, and a dead worker that
+fails the stage loudly with the evidence on disk kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai_server import OpenAIServer, Reply
+from test_judge_stage import (
+    EXPECTED_CALLS,
+    JUDGE,
+    REPO,
+    content_judge,
+    write_answers,
+    write_project,
+)
+
+from konkord.configuration.runspec import RunSpec, resolve_run
+from konkord.evidence.log import EvidenceLog, record_key
+from konkord.providers.call_pool import PoolBroken
+from konkord.providers.llm import ModelClient
+from konkord.stages.judge.judge import JudgeSummary, judge_run
+
+# What a verdict says, without the fields that differ from one sending to the next.
+SAME = ("task_id", "model_a", "model_b", "order", "judge", "kind", "winner", "raw", "message_sha")
+
+
+@pytest.fixture
+def demo(project: Path, openai_server: OpenAIServer) -> RunSpec:
+    write_project(project, openai_server.url, [JUDGE])
+    spec = resolve_run("demo")
+    write_answers(spec)
+    return spec
+
+
+def judge(spec: RunSpec, processes: int) -> JudgeSummary:
+    client = ModelClient(concurrency=4, max_retries=0, prices=spec.prices, cache_dir=None)
+    client.processes = processes
+    return asyncio.run(judge_run(spec, (JUDGE,), client, concurrency=4))
+
+
+def verdict_set(spec: RunSpec) -> set[tuple[Any, ...]]:
+    return {
+        tuple(r.get(k) for k in SAME) for r in EvidenceLog(spec.run_dir).records("verdicts")
+    }
+
+
+def children_of(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found |= {int(t) for t in text}
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_two_processes_give_the_verdicts_of_one(
+    demo: RunSpec, openai_server: OpenAIServer, project: Path
+) -> None:
+    openai_server.responder = content_judge
+    one = judge(demo, 1)
+    alone = verdict_set(demo)
+    assert one.tallies[JUDGE].judged == EXPECTED_CALLS
+    EvidenceLog(demo.run_dir).path("verdicts").unlink()
+    before = len(openai_server.requests)
+    two = judge(demo, 2)
+    assert two.tallies[JUDGE].judged == EXPECTED_CALLS
+    assert len(openai_server.requests) - before == EXPECTED_CALLS
+    assert verdict_set(demo) == alone
+    assert len(alone) == EXPECTED_CALLS
+    assert not children_of(os.getpid()), "the stage left worker processes behind"
+
+
+def test_failures_cross_as_konkord_records(demo: RunSpec, openai_server: OpenAIServer) -> None:
+    """A permanent error (400) in a worker is recorded as the same failure as in one process."""
+    openai_server.responder = lambda body, n: Reply(content="no", status=400)
+    summary = judge(demo, 2)
+    assert summary.tallies[JUDGE].judged == 0
+    records = list(EvidenceLog(demo.run_dir).records("verdicts"))
+    assert len(records) == EXPECTED_CALLS
+    assert {r["reason"] for r in records} == {"call_failed"}
+    assert all("BadRequestError" in r["detail"] and "1 attempt" in r["detail"] for r in records)
+
+
+class Gate:
+    """Answers the first `quick` requests, then holds the rest until released (then 503)."""
+
+    def __init__(self, quick: int) -> None:
+        self.quick = quick
+        self.release = threading.Event()
+        self.paid: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.on_hold: Any = None
+        self.answer_held = False  # after release: the held calls answered (else 503)
+
+    def __call__(self, body: dict[str, Any], n: int) -> Reply:
+        if n > self.quick and not self.release.is_set():
+            if self.on_hold is not None:
+                self.on_hold()
+            self.release.wait(60)
+            if not self.answer_held:
+                return Reply(status=503)
+        with self.lock:
+            self.paid[json.dumps(body["messages"], sort_keys=True)] += 1
+        return content_judge(body, n)
+
+
+def start_cli(project: Path, *extra: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KONKORD_BACKOFF_BASE": "0"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "konkord.cli", "judge", "--run", "demo", "--concurrency", "3",
+         "--processes", "2", *extra],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def wait_for(what: Any, child: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline, "the judge never reached the point"
+        time.sleep(0.05)
+
+
+def test_kill_9_of_the_parent_takes_the_workers_and_a_rerun_pays_nothing_twice(
+    demo: RunSpec, openai_server: OpenAIServer, project: Path
+) -> None:
+    gate = Gate(quick=5)
+    openai_server.responder = gate
+    verdicts = EvidenceLog(demo.run_dir).path("verdicts")
+    child = start_cli(project)
+    try:
+        wait_for(
+            lambda: verdicts.exists() and verdicts.read_bytes().count(b"\n") >= gate.quick
+            and len(openai_server.requests) > gate.quick,
+            child,
+        )
+        workers = children_of(child.pid)
+        assert len(workers) == 2
+        os.kill(child.pid, signal.SIGKILL)  # the parent alone: its workers must follow
+        child.wait()
+        deadline = time.monotonic() + 10
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(w) for w in workers), "a worker outlived its parent"
+    finally:
+        gate.release.set()
+    lines = verdicts.read_bytes()
+    assert lines.endswith(b"\n") and lines.count(b"\n") == gate.quick  # whole lines only
+
+    summary = judge(demo, 1)
+    assert summary.tallies[JUDGE].already_recorded == gate.quick
+    assert summary.tallies[JUDGE].judged == EXPECTED_CALLS - gate.quick
+    assert set(gate.paid.values()) == {1} and sum(gate.paid.values()) == EXPECTED_CALLS
+    keys = Counter(record_key("verdicts", r) for r in EvidenceLog(demo.run_dir).records("verdicts"))
+    assert len(keys) == EXPECTED_CALLS and set(keys.values()) == {1}
+
+
+def test_ctrl_c_lands_the_calls_in_flight(
+    demo: RunSpec, openai_server: OpenAIServer, project: Path
+) -> None:
+    """Ctrl-C reaches the whole process group (as at a terminal): the workers ignore it, the
+    calls they hold come back and are written, nothing new is sent."""
+    gate = Gate(quick=5)
+    openai_server.responder = gate
+    child = start_cli(project)
+    try:
+        wait_for(lambda: len(openai_server.requests) >= gate.quick + 3, child)
+        held = len(openai_server.requests)
+        workers = children_of(child.pid)
+        os.killpg(child.pid, signal.SIGINT)
+        time.sleep(1.0)
+        assert all(alive(w) for w in workers), "a worker died of Ctrl-C"
+        gate.answer_held = True
+        gate.release.set()
+        _, err = child.communicate(timeout=60)
+    finally:
+        gate.release.set()
+    assert child.returncode == 130, err.decode()
+    assert len(openai_server.requests) == held  # nothing sent after Ctrl-C
+    records = list(EvidenceLog(demo.run_dir).records("verdicts"))
+    assert len(records) == held and {r["kind"] for r in records} == {"verdict"}
+    assert not any(alive(w) for w in workers)
+
+
+def test_a_dead_worker_fails_the_stage_loudly_and_keeps_the_evidence(
+    demo: RunSpec, openai_server: OpenAIServer
+) -> None:
+    gate = Gate(quick=4)
+    victims: list[int] = []
+
+    def kill_a_worker() -> None:
+        if not victims:
+            victims.append(min(children_of(os.getpid())))
+            os.kill(victims[0], signal.SIGKILL)
+            threading.Timer(1.0, gate.release.set).start()  # the other worker's calls end
+
+    gate.on_hold = kill_a_worker
+    gate.answer_held = True
+    openai_server.responder = gate
+    with pytest.raises(PoolBroken, match=r"call worker process \d of 2 \(pid \d+\) died with exit"):
+        judge(demo, 2)
+    gate.release.set()
+    assert not children_of(os.getpid()), "the stage left a worker behind"
+    verdicts = EvidenceLog(demo.run_dir).path("verdicts")
+    kept = verdicts.read_bytes()
+    assert kept.count(b"\n") >= 1
+    openai_server.responder = content_judge
+    summary = judge(demo, 1)
+    assert verdicts.read_bytes().startswith(kept)  # what was on disk stays
+    assert summary.tallies[JUDGE].already_recorded == kept.count(b"\n")
+    records = list(EvidenceLog(demo.run_dir).records("verdicts"))
+    keys = Counter(record_key("verdicts", r) for r in records)
+    assert len(keys) == EXPECTED_CALLS and set(keys.values()) == {1}
