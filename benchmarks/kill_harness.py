@@ -5,6 +5,7 @@
     python benchmarks/kill_harness.py --ctrl-c 10 --random 0 --no-strace   # Ctrl-C only
     python benchmarks/kill_harness.py --random 10 --ctrl-c 5 --label 6      # everything
     python benchmarks/kill_harness.py --batch-live 3 --random 0 --no-strace # batch, then live
+    python benchmarks/kill_harness.py --processes 2 --random 6 --ctrl-c 3    # judge call pool
 
 Two kinds of kill, each followed by a clean rerun of the same command:
 (a) strace -e inject=write:signal=KILL -P FILE at the 1st, 2nd and 5th write to each file the
@@ -79,6 +80,7 @@ class Tally:
     ctrl_c_asked_again: int = 0  # replies in flight at Ctrl-C asked again (must be 0)
     broken_files: list[str] = field(default_factory=list)
     failed_reruns: list[str] = field(default_factory=list)
+    workers_left: int = 0  # judge worker processes (--processes) alive after their parent died
 
 
 class Harness:
@@ -104,9 +106,11 @@ class Harness:
         return ["run", "--suite", "s.yaml", "--models", ",".join(MODELS),
                 "--api-base", self.server.url, "--concurrency", "4"]
 
-    @staticmethod
-    def judge_args() -> list[str]:
-        return ["judge", "--run", "s", "--judge", "openai/judge", "--concurrency", "4"]
+    processes = 1  # --processes of every `konkord judge` (main's --processes)
+
+    def judge_args(self) -> list[str]:
+        return ["judge", "--run", "s", "--judge", "openai/judge", "--concurrency", "4",
+                "--processes", str(self.processes)]
 
     def call(self, root: Path, args: list[str], prefix: list[str] | None = None) -> int:
         done = subprocess.run([*(prefix or []), *KONKORD, *args], cwd=root, env=self.env,
@@ -209,8 +213,12 @@ class Harness:
             time.sleep(0.02)
         time.sleep(random.uniform(0.0, 1.5))
         if child.poll() is None:
+            workers = _children(child.pid)
             child.send_signal(sig)
             code = child.wait()
+            if sig == signal.SIGKILL:
+                time.sleep(1.0)  # PR_SET_PDEATHSIG and the closed pipe act at once
+                self.tally.workers_left += sum(_alive(pid) for pid in workers)
             if sig == signal.SIGINT and code == 0:  # the work was done: nothing to interrupt
                 self.tally.not_landed.append(f"{stage} ctrl-c (came as the command ended)")
             elif sig == signal.SIGINT:
@@ -227,6 +235,25 @@ class Harness:
         else:
             self.tally.not_landed.append(f"{stage} random (finished first)")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _children(pid: int) -> set[int]:
+    """The processes `pid` started (its call pool's workers), from /proc."""
+    found: set[int] = set()
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found |= {int(t) for t in (task / "children").read_text().split()}
+    except OSError:
+        pass
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _default_sigint() -> None:
@@ -250,12 +277,15 @@ def main() -> None:
     parser.add_argument("--batch-live", type=int, default=0,
                         help="kills of --batch runs with a batch open, rerun live, per stage")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="`konkord judge --processes N`: calls made in N worker processes")
     options = parser.parse_args()
     random.seed(options.seed)
     server = OpenAIServer(responder)
     server._httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
     server.start()
     harness = Harness(server)
+    harness.processes = options.processes
     started = time.monotonic()
     try:
         # the harness reads the cache right: every reply of a clean run is found in it
@@ -295,6 +325,7 @@ def main() -> None:
           f"{t.ctrl_c_asked_again}")
     print(f"torn or empty rewritten files: {len(t.broken_files)} {t.broken_files}")
     print(f"reruns that did not finish cleanly: {len(t.failed_reruns)} {t.failed_reruns}")
+    print(f"worker processes alive after kill -9 of their parent: {t.workers_left}")
     if options.label:
         from kill_label import print_tally, run_label_kills
 

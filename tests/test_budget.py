@@ -73,9 +73,12 @@ def test_dry_run_of_answers_counts_per_model(demo: Path, openai_server: OpenAISe
     assert openai_server.requests == []
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
 def test_a_cap_below_the_cost_stops_cleanly_and_a_higher_cap_finishes(
-    demo: Path, openai_server: OpenAIServer
+    demo: Path, openai_server: OpenAIServer, processes: str
 ) -> None:
+    """In one process and with the calls made in two workers (the cap is kept here, in the
+    process that launches the calls, the cost read from the workers' replies)."""
     spec = resolve_run("demo")
     one_call = count_tokens(JUDGE, judge_messages(spec, calls_to_make(spec, (JUDGE,))[0]))
     upper = one_call * PRICE_IN + MAX_TOKENS * PRICE_OUT
@@ -88,7 +91,9 @@ def test_a_cap_below_the_cost_stops_cleanly_and_a_higher_cap_finishes(
 
     openai_server.responder = expensive
     cap = CALLS * upper / 2  # about half of what the run costs
-    code, output = judge_cli("--max-cost", f"{cap}", "--concurrency", "2")
+    code, output = judge_cli(
+        "--max-cost", f"{cap}", "--concurrency", "2", "--processes", processes
+    )
     assert code == 1, output
     log = EvidenceLog(spec.run_dir)
     first = log.records("verdicts")
@@ -100,7 +105,7 @@ def test_a_cap_below_the_cost_stops_cleanly_and_a_higher_cap_finishes(
     assert sum(r["cost_usd"] for r in first) <= cap
     assert len(openai_server.requests) == len(first)
 
-    code, output = judge_cli("--max-cost", "1")
+    code, output = judge_cli("--max-cost", "1", "--processes", processes)
     assert code == 0, output
     records = log.records("verdicts")
     assert len(records) == CALLS

@@ -22,6 +22,7 @@ from konkord.configuration.runs_config import load_runs
 from konkord.configuration.runspec import resolve_run
 from konkord.errors import SuiteError
 from konkord.evidence.log import EvidenceLog
+from konkord.providers.call_pool import CallPool
 from konkord.providers.deployments import Deployments
 from konkord.providers.door import make_client
 from konkord.stages.judge.judge import judge_run
@@ -45,10 +46,23 @@ def servers() -> Any:
     flaky.stop()
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_every_call_lands_and_fallbacks_are_recorded(
-    project: Path, servers: tuple[OpenAIServer, OpenAIServer], monkeypatch: pytest.MonkeyPatch
+    project: Path,
+    servers: tuple[OpenAIServer, OpenAIServer],
+    monkeypatch: pytest.MonkeyPatch,
+    processes: int,
 ) -> None:
+    """With --processes 2 too: a routed judge's calls stay in this process, where the Router's
+    rate limits and cooldowns are (a call sent to the pool would fail here)."""
     good, flaky = servers
+    pooled: list[str] = []
+
+    async def no_pool(self: CallPool, kwargs: dict[str, Any], attempts: int) -> Any:
+        pooled.append(kwargs["model"])
+        raise AssertionError("a routed call went to the call pool")
+
+    monkeypatch.setattr(CallPool, "call", no_pool)
     monkeypatch.setenv("KONKORD_BACKOFF_BASE", "0.01")
     monkeypatch.setenv("EAST_KEY", EAST_KEY)
     write_project(project, good.url)
@@ -64,8 +78,10 @@ def test_every_call_lands_and_fallbacks_are_recorded(
     spec = resolve_run("demo")
     write_answers(spec)
     client = make_client(spec, concurrency=4, retries=6)
+    client.processes = processes
     assert client.deployments is not None
     summary = asyncio.run(judge_run(spec, (JUDGE,), client, concurrency=4))
+    assert not pooled
 
     tally = summary.tallies[JUDGE]
     assert (tally.judged, tally.failed) == (CALLS, 0)
