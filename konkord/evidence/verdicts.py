@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from konkord.evidence.combined_columns import CombinedColumns, CombinedList
+from konkord.evidence.combined_columns import CombinedColumns, CombinedList, dense_codes
 from konkord.evidence.log import EvidenceLog, Record
 
 if TYPE_CHECKING:
@@ -135,10 +135,10 @@ def load_verdicts(
     return table.rows(rows)
 
 
-def _dense(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each value's rank among the distinct values, and how many there are."""
-    distinct, inverse = np.unique(values, return_inverse=True)
-    return inverse.astype(np.int64), len(distinct)
+def _dense(codes: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Each code's rank among the distinct codes (all below `size`), and how many there are."""
+    distinct, inverse = dense_codes(codes, size)
+    return inverse, len(distinct)
 
 
 def _latest_per_key(table: VerdictTable, rows: np.ndarray) -> np.ndarray:
@@ -146,7 +146,7 @@ def _latest_per_key(table: VerdictTable, rows: np.ndarray) -> np.ndarray:
     order each key was first written (as `EvidenceLog.latest` gives them)."""
     key = np.zeros(len(rows), dtype=np.int64)
     for name in ("task_id", "model_a", "model_b", "order"):
-        rank, size = _dense(table.coded[name][rows])
+        rank, size = _dense(table.coded[name][rows], len(table.pool))
         key = key * size + rank
     _, first = np.unique(key, return_index=True)
     _, from_end = np.unique(key[::-1], return_index=True)
@@ -158,18 +158,20 @@ def _fresh(
     table: VerdictTable, rows: np.ndarray, answer_shas: Mapping[tuple[str, str], str]
 ) -> np.ndarray:
     """Which rows were made on the answers the run holds now (`is_fresh`, on the columns)."""
-    tasks = table.coded["task_id"][rows].astype(np.int64)
+    tasks, task_at = dense_codes(table.coded["task_id"][rows].astype(np.int64), len(table.pool))
     ok = np.ones(len(rows), dtype=bool)
     for side in ("a", "b"):
-        models = table.coded[f"model_{side}"][rows].astype(np.int64)
-        pair = tasks * len(table.pool) + models
-        distinct, inverse = np.unique(pair, return_inverse=True)
+        models, model_at = dense_codes(
+            table.coded[f"model_{side}"][rows].astype(np.int64), len(table.pool)
+        )
+        width = len(models)
+        distinct, inverse = dense_codes(task_at * width + model_at, len(tasks) * width)
         expected = np.array(
             [
                 table.code_of(
                     answer_shas.get(
-                        (str(table.get_code(p // len(table.pool))),
-                         str(table.get_code(p % len(table.pool)))),
+                        (str(table.get_code(int(tasks[p // width]))),
+                         str(table.get_code(int(models[p % width])))),
                     )
                 )
                 for p in distinct.tolist()
