@@ -144,3 +144,24 @@ def test_dense_codes_are_what_a_sort_gives() -> None:
         expected, expected_inverse = np.unique(picked, return_inverse=True)
         assert distinct.tolist() == expected.tolist()
         assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
+
+
+def test_verdicts_combined_from_the_columns_are_the_ones_made_pair_by_pair(
+    project: Path,
+) -> None:
+    import dataclasses
+
+    odder_run(project)
+    log = EvidenceLog(project / "runs" / "r")
+    for judge in ("judge/j1", "judge/j2"):
+        rows = load_verdicts(log, judge)
+        from_rows = combine_verdicts(rows)
+        from_dicts = combine_verdicts([dict(r) for r in rows])
+        assert columns_of(from_dicts) is None
+        assert len(from_rows) == len(from_dicts) > 3
+        for made, plain in zip(from_rows, from_dicts, strict=True):
+            assert type(made) is type(plain)
+            assert dataclasses.replace(made, orders={}) == dataclasses.replace(plain, orders={})
+            assert {k: dict(v) for k, v in made.orders.items()} == plain.orders
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            from_rows[0].winner = "m/a"  # type: ignore[misc]

@@ -221,11 +221,23 @@ def _design_info(
     m = len(spec.models)
     return R.DesignInfo(
         label=spec.design.label,
-        judged=len({(c.task_id, c.model_a, c.model_b) for c in done}),
+        judged=_distinct_pairs(done),
         possible=n_tasks * m * (m - 1) // 2,
         rounds=max(0, len(recorded) - 1),
         stopped=recorded[-1].get("stop") if recorded else None,
     )
+
+
+def _distinct_pairs(done: list[CombinedVerdict]) -> int:
+    """How many distinct (task, model_a, model_b) the verdicts are on."""
+    columns = columns_of(done)
+    if columns is None:
+        return len({(c.task_id, c.model_a, c.model_b) for c in done})
+    size = len(columns.values)
+    _, task_at = dense_codes(columns.task, size)
+    _, a_at = dense_codes(columns.model_a, size)
+    models_b, b_at = dense_codes(columns.model_b, size)
+    return len(np.unique((task_at * (int(a_at.max(initial=0)) + 1) + a_at) * len(models_b) + b_at))
 
 
 def _flips(
