@@ -96,3 +96,25 @@ def test_a_staging_folder_left_by_a_killed_report_is_removed_by_the_next(
     write_report(resolve_run("r"), reported / "r.json", FAST)
     assert not left.exists() and mine.exists()
     assert read_results(reported / "r.json").tasks
+
+
+def test_ctrl_c_while_the_results_wait_for_the_task_files_leaves_the_previous_results(
+    reported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = snapshot(reported)
+    EvidenceLog(reported.parent / "runs" / "r").append(  # t00's task file would change
+        "labels",
+        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
+         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
+    )  # fmt: skip
+    real_result = results_files.TasksInBackground.result
+
+    def interrupted(self: results_files.TasksInBackground) -> results_files.TasksWritten:
+        real_result(self)  # every task file staged
+        assert any(self.staging.iterdir())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results_files.TasksInBackground, "result", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_report(resolve_run("r"), reported / "r.json", FAST)
+    assert snapshot(reported) == before

@@ -153,11 +153,11 @@ def write_report(
     with no_gc():
         try:
             summary, tasks = report_parts(spec, options, start)
-        except BaseException:
+            write_results(summary, path, pending[0] if pending else tasks)
+        except BaseException:  # the figures failed, or Ctrl-C: the previous results stand
             for background in pending:
                 background.stop()
             raise
-        write_results(summary, path, pending[0] if pending else tasks)
     return summary
 
 
