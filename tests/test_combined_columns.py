@@ -133,3 +133,35 @@ def test_the_demo_results_are_the_same_with_and_without_columns(
     with_columns = build_results(spec, FAST).model_dump_json(indent=1)
     without_columns(monkeypatch)
     assert with_columns == build_results(spec, FAST).model_dump_json(indent=1)
+
+
+def test_dense_codes_are_what_a_sort_gives() -> None:
+    from konkord.evidence.combined_columns import dense_codes
+
+    codes = np.random.default_rng(5).integers(0, 50, size=400)
+    for picked in (codes, codes[:0], np.array([7]), np.array([3, 3, 0])):
+        distinct, inverse = dense_codes(picked, 50)
+        expected, expected_inverse = np.unique(picked, return_inverse=True)
+        assert distinct.tolist() == expected.tolist()
+        assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
+
+
+def test_verdicts_combined_from_the_columns_are_the_ones_made_pair_by_pair(
+    project: Path,
+) -> None:
+    import dataclasses
+
+    odder_run(project)
+    log = EvidenceLog(project / "runs" / "r")
+    for judge in ("judge/j1", "judge/j2"):
+        rows = load_verdicts(log, judge)
+        from_rows = combine_verdicts(rows)
+        from_dicts = combine_verdicts([dict(r) for r in rows])
+        assert columns_of(from_dicts) is None
+        assert len(from_rows) == len(from_dicts) > 3
+        for made, plain in zip(from_rows, from_dicts, strict=True):
+            assert type(made) is type(plain)
+            assert dataclasses.replace(made, orders={}) == dataclasses.replace(plain, orders={})
+            assert {k: dict(v) for k, v in made.orders.items()} == plain.orders
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            from_rows[0].winner = "m/a"  # type: ignore[misc]

@@ -65,7 +65,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     before = reportstamp.fingerprint(key, files, folders) if path.exists() else None
     if before is not None and results_current(spec, options, path):
         try:
-            current = read_results(path)
+            current = read_results(path, tasks=False)  # (the summary is what is printed)
         except KonkordError:
             pass
         else:

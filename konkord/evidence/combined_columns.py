@@ -45,16 +45,43 @@ class CombinedColumns:
     def index_of(self, name: str, index: Callable[[Any], int | None]) -> np.ndarray:
         """`index(value)` of field `name` of every verdict (-1 where it gives None), asked once
         per distinct value."""
-        codes = getattr(self, name)
-        distinct, inverse = np.unique(codes, return_inverse=True)
+        distinct, inverse = dense_codes(getattr(self, name), len(self.values))
         found = [index(self.values[code]) for code in distinct.tolist()]
         lookup = np.array([-1 if k is None else k for k in found], dtype=np.int64)
-        return lookup[inverse.reshape(-1)] if len(codes) else np.zeros(0, np.int64)
+        out: np.ndarray = lookup[inverse]
+        return out
+
+    def lookup_pairs(
+        self, name: str, other: str, found: Callable[[Any, Any], int | None]
+    ) -> np.ndarray:
+        """`found(value of name, value of other)` of every verdict (-1 where it gives None),
+        asked once per distinct pair of values."""
+        values = self.values
+        first, first_at = dense_codes(getattr(self, name), len(values))
+        second, second_at = dense_codes(getattr(self, other), len(values))
+        key = first_at * len(second) + second_at
+        keys, key_at = dense_codes(key, len(first) * len(second))
+        got = [
+            found(values[first[k // len(second)]], values[second[k % len(second)]])
+            for k in keys.tolist()
+        ]
+        lookup = np.array([-1 if k is None else k for k in got], dtype=np.int64)
+        out: np.ndarray = lookup[key_at]
+        return out
 
     def text(self, name: str) -> list[str]:
         """Field `name` of every verdict, as text."""
         values = self.values
         return [str(values[code]) for code in getattr(self, name).tolist()]
+
+
+def dense_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct codes in increasing order, each code's place among them) of codes below
+    `size`: what np.unique(codes, return_inverse=True) gives, by a count rather than a sort."""
+    present = np.zeros(size, dtype=bool)
+    present[codes] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[codes].astype(np.int64)
 
 
 _ARRAYS = ("task", "model_a", "model_b", "complete", "flipped", "score", "ab", "ba")

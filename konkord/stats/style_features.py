@@ -56,9 +56,13 @@ def style_features(text: str) -> dict[str, int]:
     """Count every feature of `FEATURES` in one answer's text."""
     counts = dict.fromkeys(FEATURES, 0)
     counts["tokens"] = len(TOKEN_PATTERN.findall(text))
+    # Each rule is tried only on text holding the characters it needs (a fence three ` or ~,
+    # a header a #, bold ** or __): the same counts, without three patterns on every line of
+    # 20,000 answers at 20 models x 1,000 tasks.
+    fences = "```" in text or "~~~" in text
     fence: str | None = None
     for line in text.splitlines():
-        opened = _FENCE.match(line)
+        opened = _FENCE.match(line) if fences else None
         if fence is not None:
             if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
                 fence = None
@@ -67,11 +71,12 @@ def style_features(text: str) -> dict[str, int]:
             fence = opened.group(1)
             counts["code_blocks"] += 1
             continue
-        if _HEADER.match(line):
+        if "#" in line and _HEADER.match(line):
             counts["headers"] += 1
         elif _LIST_ITEM.match(line):
             counts["list_items"] += 1
-        counts["bold"] += len(_BOLD.findall(line))
+        if "**" in line or "__" in line:
+            counts["bold"] += len(_BOLD.findall(line))
     return counts
 
 

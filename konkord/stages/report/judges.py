@@ -214,14 +214,7 @@ def _lengths(
     columns: CombinedColumns, side: str, lengths: dict[tuple[str, str], int]
 ) -> np.ndarray:
     """The length of each verdict's answer on `side` (-1 where the answer has no text)."""
-    values = columns.values
-    size = len(values)
-    keys = columns.task * size + getattr(columns, side)
-    distinct, inverse = np.unique(keys, return_inverse=True)
-    found = [
-        lengths.get((values[k // size], values[k % size]), -1) for k in distinct.tolist()
-    ]
-    return np.array(found, dtype=np.int64)[inverse.reshape(-1)] if len(keys) else keys
+    return columns.lookup_pairs("task", side, lambda task, model: lengths.get((task, model)))
 
 
 def _length_preference_of(

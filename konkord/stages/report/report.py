@@ -188,12 +188,11 @@ def report_parts(
     features = answer_features(answers) if spec.style_control else {}
     blocks = []
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
-    cost = [
-        cost_line(
-            m, "generation", [r for (t, mm), r in answers.items() if mm == m], spec.prices.get(m)
-        )
-        for m in spec.models
-    ]
+    by_model: dict[str, list[Record]] = {m: [] for m in spec.models}
+    for (_, model), answer in answers.items():  # grouped once, not scanned once per model
+        if model in by_model:
+            by_model[model].append(answer)
+    cost = [cost_line(m, "generation", by_model[m], spec.prices.get(m)) for m in spec.models]
     routes: list[R.RouteRow] = []
     for judge in judges:
         records: Sequence[VerdictRecord] = decisions.judge_records[judge]

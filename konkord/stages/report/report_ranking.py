@@ -11,7 +11,7 @@ import numpy as np
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count, task_clusters
 from konkord.errors import KonkordError
-from konkord.evidence.combined_columns import CombinedList, columns_of, index_map
+from konkord.evidence.combined_columns import CombinedList, columns_of, dense_codes, index_map
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdict_rows import rows_of_one_table
 from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, current_frame_hash
@@ -221,11 +221,23 @@ def _design_info(
     m = len(spec.models)
     return R.DesignInfo(
         label=spec.design.label,
-        judged=len({(c.task_id, c.model_a, c.model_b) for c in done}),
+        judged=_distinct_pairs(done),
         possible=n_tasks * m * (m - 1) // 2,
         rounds=max(0, len(recorded) - 1),
         stopped=recorded[-1].get("stop") if recorded else None,
     )
+
+
+def _distinct_pairs(done: list[CombinedVerdict]) -> int:
+    """How many distinct (task, model_a, model_b) the verdicts are on."""
+    columns = columns_of(done)
+    if columns is None:
+        return len({(c.task_id, c.model_a, c.model_b) for c in done})
+    size = len(columns.values)
+    _, task_at = dense_codes(columns.task, size)
+    _, a_at = dense_codes(columns.model_a, size)
+    models_b, b_at = dense_codes(columns.model_b, size)
+    return len(np.unique((task_at * (int(a_at.max(initial=0)) + 1) + a_at) * len(models_b) + b_at))
 
 
 def _flips(
@@ -247,20 +259,23 @@ def _flips(
         return by_pair, by_task, sum(c.flipped for c in complete), len(complete)
     done = columns.take(np.flatnonzero(columns.complete))
     values = done.values
-    size = len(values)
-    for tally, keys, key_text in (
-        (by_pair, done.model_a * size + done.model_b,
-         lambda k: f"{values[k // size]} vs {values[k % size]}"),
-        (by_task, done.task, lambda k: values[k]),
-    ):  # fmt: skip
-        distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        flips = np.bincount(inverse, weights=done.flipped, minlength=len(distinct))
-        counts = np.bincount(inverse, minlength=len(distinct))
-        for g in np.argsort(first, kind="stable").tolist():  # the order first met
-            found = tally.setdefault(key_text(int(distinct[g])), [0, 0])
-            found[0] += int(flips[g])
-            found[1] += int(counts[g])
+    models_a, a_at = dense_codes(done.model_a, len(values))
+    models_b, b_at = dense_codes(done.model_b, len(values))
+    tasks, task_at = dense_codes(done.task, len(values))
+    pair_keys, pair_at = dense_codes(a_at * len(models_b) + b_at, len(models_a) * len(models_b))
+    width = len(models_b)
+    pair_text = [
+        f"{values[models_a[k // width]]} vs {values[models_b[k % width]]}"
+        for k in pair_keys.tolist()
+    ]
+    task_text = [values[code] for code in tasks.tolist()]
+    for tally, texts, inverse in ((by_pair, pair_text, pair_at), (by_task, task_text, task_at)):
+        flips = np.bincount(inverse, weights=done.flipped, minlength=len(texts))
+        counts = np.bincount(inverse, minlength=len(texts))
+        for text, flipped, count in zip(texts, flips.tolist(), counts.tolist(), strict=True):
+            found = tally.setdefault(text, [0, 0])  # the figures sort them: any order will do
+            found[0] += int(flipped)
+            found[1] += count
     return by_pair, by_task, int(done.flipped.sum()), len(done)
 
 

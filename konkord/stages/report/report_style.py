@@ -151,16 +151,10 @@ def _kept_columns(
     task_index: dict[str, int],
 ) -> _Kept | None:
     """`_kept_items` of complete combined verdicts, read from their columns."""
-    values = columns.values
-    size = len(values)
-
-    def feature_row(side: str) -> np.ndarray:
-        keys = columns.task * size + getattr(columns, side)
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        found = [row.get((values[k // size], values[k % size]), -1) for k in distinct.tolist()]
-        return np.array(found, dtype=np.int64)[inverse.reshape(-1)]
-
-    first, second = feature_row("model_a"), feature_row("model_b")
+    first, second = (
+        columns.lookup_pairs("task", side, lambda task, model: row.get((task, model)))
+        for side in ("model_a", "model_b")
+    )
     i = columns.index_of("model_a", index_map(index))
     j = columns.index_of("model_b", index_map(index))
     # `[]` rather than `get`: the index answers for a conversation's turns in `[]` only
