@@ -16,7 +16,6 @@ a placeholder rather than a price: where runs.json prices such a model, its pric
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import (
     ItemsView,
     Iterable,
@@ -109,7 +108,7 @@ class CostFigure:
 
 def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> CostFigure:
     """The cost of `who`'s records; a sampled first-pass record counts one call per sample."""
-    from konkord.stages.decisions_cost import cost_of_rows
+    from konkord.stages.decisions_cost import cost_of_rows, median
 
     # A list is taken as it is: a list of the log's rows remembers their places in its table.
     records = records if isinstance(records, list) else list(records)
@@ -125,7 +124,7 @@ def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> 
         cost_usd=None if unknown or not calls else round(known, 6),
         known_cost_usd=round(known, 6),
         unknown_calls=unknown,
-        median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
+        median_latency_s=round(median(latencies), 4) if latencies else None,
     )
 
 
@@ -180,6 +179,8 @@ class Route:
 
     def cost(self, prices: Mapping[str, Price]) -> CostFigure:
         """What the route's calls cost under the one rule, all its judges together."""
+        from konkord.stages.decisions_cost import median
+
         parts = [cost_of(recs, judge, prices.get(judge)) for judge, recs in self.calls.items()]
         unknown = sum(p.unknown_calls for p in parts)
         known = round(sum(p.known_cost_usd for p in parts), 6)
@@ -191,7 +192,7 @@ class Route:
             cost_usd=None if unknown else known,
             known_cost_usd=known,
             unknown_calls=unknown,
-            median_latency_s=round(statistics.median(latencies), 4) if latencies else None,
+            median_latency_s=round(median(latencies), 4) if latencies else None,
         )
 
 

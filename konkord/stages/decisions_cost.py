@@ -83,3 +83,19 @@ def latencies_of_rows(records: Sequence[VerdictRecord]) -> list[float] | None:
     latency, has_latency = table.number("latency_s", rows[call])
     values: list[float] = latency[has_latency].tolist()
     return values
+
+
+def median(values: list[float]) -> float:
+    """`statistics.median(values)`, the same float, by a partial sort in numpy (at 380,000
+    latencies, sorting Python floats cost a tenth of a second); values with a NaN, whose
+    place in a sort is arbitrary, go to statistics itself."""
+    import statistics
+
+    data = np.asarray(values, dtype=np.float64)
+    if len(data) < 2 or np.isnan(data).any():
+        return statistics.median(values)
+    k = len(data) // 2
+    if len(data) % 2:
+        return float(np.partition(data, k)[k])
+    low, high = np.partition(data, [k - 1, k])[[k - 1, k]].tolist()
+    return float((low + high) / 2)
