@@ -28,6 +28,7 @@ from test_judge_stage import (
     write_project,
 )
 
+from konkord.commands.large_run_options import POOL_FROM_CALLS, default_processes
 from konkord.configuration.runspec import RunSpec, resolve_run
 from konkord.evidence.log import EvidenceLog, record_key
 from konkord.providers.call_pool import PoolBroken
@@ -233,3 +234,8 @@ def test_a_dead_worker_fails_the_stage_loudly_and_keeps_the_evidence(
     records = list(EvidenceLog(demo.run_dir).records("verdicts"))
     keys = Counter(record_key("verdicts", r) for r in records)
     assert len(keys) == EXPECTED_CALLS and set(keys.values()) == {1}
+
+
+def test_the_default_is_one_process_below_the_threshold_and_a_worker_per_core_above() -> None:
+    assert default_processes(POOL_FROM_CALLS - 1) == 1
+    assert default_processes(POOL_FROM_CALLS) == max(2, len(os.sched_getaffinity(0)))

@@ -7,7 +7,8 @@ retries and backoff, Ctrl-C's bookkeeping, and the stage's parsing and evidence,
 the parent writes) and sends each attempt's litellm arguments to the least busy of its worker
 processes (`konkord.providers.call_worker`), which calls litellm and sends back the
 `CallResult`, or the failure read as plain data (`RemoteCallError`: litellm's exception
-objects need not pickle). One frame each way a call: a 4-byte length and a pickle.
+objects need not pickle). One frame each way a call, a 4-byte length and a pickle; the
+frames of one turn of the event loop go out in one write.
 
 The workers are fresh interpreters (spawned, never forked: litellm starts threads), ignore
 Ctrl-C (the parent decides what lands), and die with the parent: PR_SET_PDEATHSIG, and they
@@ -25,8 +26,11 @@ import os
 import pickle
 import struct
 import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
+import konkord
 from konkord.configuration.runs_config import Price
 from konkord.errors import KonkordError
 from konkord.providers.calls import CallResult
@@ -36,6 +40,7 @@ FRAME = struct.Struct("!I")  # the length of the pickle that follows
 WORKER_MODULE = "konkord.providers.call_worker"
 PARENT_ENV = "KONKORD_CALL_POOL_PARENT"  # the parent's pid: a worker whose parent is gone exits
 STDERR_LINES = 20  # the end of a dead worker's stderr kept for its error
+READ_SIZE = 1 << 18
 
 
 class PoolBroken(KonkordError):
@@ -54,6 +59,43 @@ async def read_frame(stream: asyncio.StreamReader) -> Any:
     return pickle.loads(await stream.readexactly(FRAME.unpack(head)[0]))
 
 
+async def read_frames(stream: asyncio.StreamReader) -> AsyncIterator[list[Any]]:
+    """The messages on a pool pipe, as many at a time as have arrived whole (one read and
+    one wake-up for all the replies that landed together, not two awaits a message)."""
+    buffer = bytearray()
+    while chunk := await stream.read(READ_SIZE):
+        buffer += chunk
+        out: list[Any] = []
+        at, end = 0, len(buffer)
+        while end - at >= FRAME.size:
+            size = FRAME.unpack_from(buffer, at)[0]
+            if end - at - FRAME.size < size:
+                break
+            out.append(pickle.loads(buffer[at + FRAME.size : at + FRAME.size + size]))
+            at += FRAME.size + size
+        del buffer[:at]
+        if out:
+            yield out
+
+
+class Outbox:
+    """Frames for one pipe, written together once per turn of the event loop."""
+
+    def __init__(self, write: Callable[[bytes], object]) -> None:
+        self.write = write
+        self.frames: list[bytes] = []
+
+    def put(self, payload: Any) -> None:
+        if not self.frames:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.frames.append(frame(payload))
+
+    def flush(self) -> None:
+        frames, self.frames = self.frames, []
+        if frames:
+            self.write(b"".join(frames))
+
+
 class _Worker:
     def __init__(self, number: int, process: asyncio.subprocess.Process) -> None:
         self.number = number
@@ -61,11 +103,12 @@ class _Worker:
         self.waiting: dict[int, asyncio.Future[Any]] = {}
         self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self.tasks: list[asyncio.Task[None]] = []
+        stdin = process.stdin
+        assert stdin is not None
+        self.outbox = Outbox(stdin.write)
 
     def send(self, payload: Any) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
-        stdin.write(frame(payload))
+        self.outbox.put(payload)
 
 
 class CallPool:
@@ -105,6 +148,11 @@ class CallPool:
 
     async def _start(self) -> None:
         env = {**os.environ, PARENT_ENV: str(os.getpid())}
+        # the workers import the konkord this process runs, wherever sys.path found it
+        home = str(Path(konkord.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [home, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+        )
         for number in range(self.processes):
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", WORKER_MODULE,
@@ -131,12 +179,12 @@ class CallPool:
         stream = worker.process.stdout
         assert stream is not None
         try:
-            while True:
-                call_id, reply = await read_frame(stream)
-                waiter = worker.waiting.pop(call_id, None)
-                if waiter is not None and not waiter.done():
-                    waiter.set_result(reply)
-        except (asyncio.IncompleteReadError, ConnectionError):
+            async for replies in read_frames(stream):
+                for call_id, reply in replies:
+                    waiter = worker.waiting.pop(call_id, None)
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(reply)
+        except ConnectionError:
             pass
         if self._closing:
             return

@@ -14,6 +14,7 @@ started by is still its parent).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -21,7 +22,7 @@ import sys
 import traceback
 from typing import Any
 
-from konkord.providers.call_pool import PARENT_ENV, frame, read_frame
+from konkord.providers.call_pool import PARENT_ENV, Outbox, read_frame, read_frames
 from konkord.providers.llm import ModelClient
 from konkord.providers.loading import RemoteCallError, keep_litellm_warnings_quiet, load_litellm
 
@@ -62,16 +63,16 @@ async def _serve(out: int) -> None:
         except Exception as exc:
             failure = RemoteCallError.of(exc, litellm)
             reply = (failure.kind, failure.text, failure.retry_after)
-        transport.write(frame((call_id, reply)))
+        outbox.put((call_id, reply))
 
-    while True:
-        try:
-            call_id, kwargs, attempts = await read_frame(reader)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            os._exit(0)  # the parent closed the pipe (or died): calls running are dropped
-        task = asyncio.ensure_future(one(call_id, kwargs, attempts))
-        running.add(task)
-        task.add_done_callback(running.discard)
+    outbox = Outbox(transport.write)
+    with contextlib.suppress(ConnectionError):
+        async for calls in read_frames(reader):
+            for call_id, kwargs, attempts in calls:
+                task = asyncio.ensure_future(one(call_id, kwargs, attempts))
+                running.add(task)
+                task.add_done_callback(running.discard)
+    os._exit(0)  # the parent closed the pipe (or died): calls running are dropped
 
 
 def main() -> None:
