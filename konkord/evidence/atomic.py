@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 from pathlib import Path
 
 # The temporary names write_atomic gives: .<name>.<pid>.<8 hex>.tmp
@@ -57,8 +58,16 @@ def sweep_stale_tmp(directory: Path) -> None:
         try:
             if entry.is_file(follow_symlinks=False):
                 os.unlink(entry.path)
+            elif entry.is_dir(follow_symlinks=False):  # a staging folder (`temporary_name`)
+                shutil.rmtree(entry.path, ignore_errors=True)
         except OSError:
             pass  # another writer removed it first, or it is not ours to remove
+
+
+def temporary_name(path: Path) -> Path:
+    """A name beside `path` of the temporary kind: once the process that made it is gone, the
+    next write into the folder removes what has it (a file, or a folder and all in it)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
 
 
 def forget_sweeps() -> None:
@@ -78,7 +87,7 @@ def write_atomic(path: Path | str, data: bytes | str, durable: bool = True) -> N
     payload = data.encode() if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_tmp(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    tmp = temporary_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:

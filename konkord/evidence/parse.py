@@ -187,7 +187,7 @@ def _newlines(body: bytes) -> Any:
 
 
 def _as_array(body: bytes, newlines: Any) -> bytearray:
-    """`[line,line,...]` from `line\nline\n...` whose newlines are at `newlines`, made in one
+    """`[line,line,...]` from `line\\nline\\n...` whose newlines are at `newlines`, made in one
     copy: each newline turned into a comma, the first of those ending the text into the
     closing bracket and any after it into spaces. (Joining bytes objects of 8 MB costs more
     than the copy: each is a fresh block of memory the system has to map.)"""

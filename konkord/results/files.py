@@ -12,19 +12,23 @@ before this layout) reads as it always did.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
+import shutil
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol, Self, TypeVar, overload
+from typing import Any, NamedTuple, Protocol, Self, TypeVar, overload
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from konkord.errors import KonkordError
-from konkord.evidence.atomic import fsync_dir, write_atomic
+from konkord.evidence.atomic import fsync_dir, sweep_stale_tmp, temporary_name, write_atomic
 from konkord.results.tasks import TaskFiles, TaskView
 
 
@@ -82,7 +86,9 @@ def task_folder(path: Path, run: str) -> Path:
 
 
 def dump_results(
-    results: TasksHolder, path: Path, tasks: Iterable[TaskView | TaskData] | None = None
+    results: TasksHolder,
+    path: Path,
+    tasks: Iterable[TaskView | TaskData] | TasksInBackground | None = None,
 ) -> bytes:
     """The results file's bytes, writing the task files first when the tasks are large.
 
@@ -90,15 +96,60 @@ def dump_results(
     never held as Python objects and bytes at once; the tasks' bytes are kept only while they
     fit under INLINE_TASKS_MAX. `tasks`, when given, stands for `results.tasks`: made one at a
     time by the report, each task is written and let go before the next is made; a task given
-    as `TaskData` is written as it is, and validated only if it stays in the file.
+    as `TaskData` is written as it is, and validated only if it stays in the file. Tasks
+    already being written in the background (`TasksInBackground`) are waited for.
     """
+    folder = task_folder(path, results.run)
+    if isinstance(tasks, TasksInBackground):
+        written = tasks.result()
+        if written.sha256 is not None:
+            tasks.move_in(folder, written.ids)
+    else:
+        written = write_tasks(path, results.run, results.tasks if tasks is None else tasks)
+    if written.sha256 is None:
+        _remove_task_files(folder, keep=set())
+        inline = [task.view() if isinstance(task, TaskData) else task for task, _ in written.held]
+        whole = results.model_copy(update={"tasks": inline, "task_files": None})
+        return whole.model_dump_json(indent=1).encode() + b"\n"
+    _remove_task_files(folder, keep=set(written.ids))
+    fsync_dir(folder)
+    files = TaskFiles(folder=folder.name, ids=written.ids, sha256=written.sha256)
+    summary = results.model_copy(update={"tasks": [], "task_files": files})
+    return summary.model_dump_json(indent=1).encode() + b"\n"
+
+
+class TasksWritten(NamedTuple):
+    """What `write_tasks` did: the tasks held with their bytes (they stay in the results
+    file: sha256 None), or the ids of the task files written and the hash of their bytes."""
+
+    held: list[tuple[TaskView | TaskData, bytes]]
+    ids: list[str]
+    sha256: str | None
+
+
+class Stopped(Exception):
+    """The task files were being written for a report that stopped (see TasksInBackground)."""
+
+
+def write_tasks(
+    path: Path,
+    run: str,
+    tasks: Iterable[TaskView | TaskData],
+    stop: threading.Event | None = None,
+    staging: Path | None = None,
+) -> TasksWritten:
+    """Each task serialised in turn; held while they all fit under INLINE_TASKS_MAX, else each
+    written to its file in the results' task folder (or in `staging`, from where
+    `dump_results` moves them in). Raises Stopped once `stop` is set."""
     held: list[tuple[TaskView | TaskData, bytes]] = []
     ids: list[str] = []
     size = 0
-    folder = task_folder(path, results.run)
+    folder = task_folder(path, run) if staging is None else staging
     writer: _TaskWriter | None = None
     try:
-        for task in results.tasks if tasks is None else tasks:
+        for task in tasks:
+            if stop is not None and stop.is_set():
+                raise Stopped(run)
             data = (
                 task.json()
                 if isinstance(task, TaskData)
@@ -120,16 +171,54 @@ def dump_results(
     finally:
         if writer is not None:
             writer.close()
-    if sha256 is None:
-        _remove_task_files(folder, keep=set())
-        inline = [task.view() if isinstance(task, TaskData) else task for task, _ in held]
-        whole = results.model_copy(update={"tasks": inline, "task_files": None})
-        return whole.model_dump_json(indent=1).encode() + b"\n"
-    _remove_task_files(folder, keep=set(ids))
-    fsync_dir(folder)
-    files = TaskFiles(folder=folder.name, ids=ids, sha256=sha256)
-    summary = results.model_copy(update={"tasks": [], "task_files": files})
-    return summary.model_dump_json(indent=1).encode() + b"\n"
+    return TasksWritten(held, ids, sha256)
+
+
+class TasksInBackground:
+    """A report's tasks made, serialised and written (`write_tasks`) on a thread of their own
+    while the report computes its figures: the tasks need only the verdicts, the figures'
+    statistics let go of the interpreter in numpy, so the two share the machine's cores.
+
+    The task files go to a staging folder beside the results file, moved into the task
+    folder only when the results are written (`dump_results`): a report that stops (its
+    figures fail, Ctrl-C) leaves the previous results and their task files as they were, and
+    a killed one leaves a temporary folder that the next report into that folder removes.
+    `result` waits for the tasks; `stop` makes the thread stop at the next task, waits, and
+    removes the staging folder."""
+
+    def __init__(self, path: Path, run: str, tasks: Iterable[TaskView | TaskData]) -> None:
+        folder = task_folder(path, run)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_tmp(folder.parent)  # what a killed report left
+        self.staging = temporary_name(folder)
+        self._stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-task-files")
+        try:
+            self._future = pool.submit(
+                write_tasks, path, run, tasks, self._stop, self.staging
+            )
+        finally:
+            pool.shutdown(wait=False)  # the thread ends when the tasks are written
+
+    def move_in(self, folder: Path, ids: list[str]) -> None:
+        """The staged task files moved into `folder` (replacing files of the same task)."""
+        folder.mkdir(exist_ok=True)
+        for task_id in ids:
+            name = f"{task_id}.json"
+            os.replace(self.staging / name, folder / name)
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def result(self) -> TasksWritten:
+        """The tasks written (an error of the thread is raised here)."""
+        return self._future.result()
+
+    def stop(self) -> None:
+        """Stop making tasks and wait for the thread (whatever it raised is dropped: the
+        report is stopping for a reason of its own)."""
+        self._stop.set()
+        with contextlib.suppress(BaseException):  # the report's own error is the one raised
+            self._future.result()
+        shutil.rmtree(self.staging, ignore_errors=True)
 
 
 class _TaskWriter:

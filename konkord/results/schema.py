@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 from konkord.results.base import Claim, Interval, Proportion, Strict
-from konkord.results.files import TaskData, dump_results, load_tasks
+from konkord.results.files import TaskData, TasksInBackground, dump_results, load_tasks
 from konkord.results.judging import (
     AnchoredHoldout,
     AnchoredRanking,
@@ -278,12 +278,15 @@ def read_results(path: Path | str, tasks: bool = True, lazy: bool = False) -> Re
 
 
 def write_results(
-    results: Results, path: Path | str, tasks: Iterable[TaskView | TaskData] | None = None
+    results: Results,
+    path: Path | str,
+    tasks: Iterable[TaskView | TaskData] | TasksInBackground | None = None,
 ) -> None:
     """Write a results file atomically (a crash never leaves half a file); a large run's tasks
     go to a file each beside it (konkord/results/files.py). Serialised by pydantic straight to
     bytes, one task at a time, never as a second copy of the whole file in Python objects;
-    `tasks`, when given, stands for `results.tasks` and is consumed as it is written."""
+    `tasks`, when given, stands for `results.tasks` and is consumed as it is written (or is
+    being written in the background, and is waited for)."""
     path = Path(path)
     write_atomic(path, dump_results(results, path, tasks))
 

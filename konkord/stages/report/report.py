@@ -28,6 +28,7 @@ from konkord.evidence.verdicts import (
 )
 from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
+from konkord.results.files import TasksInBackground
 from konkord.results.schema import write_results
 from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.calibrate.methods import describe
@@ -140,10 +141,23 @@ def write_report(
     The cyclic garbage collector is paused meanwhile: the report holds millions of objects it
     keeps to the end (the log's columns, a verdict per pair), and each full collection walked
     all of them, about 1.5-2 s of a 9 s report at 20 models x 1,000 tasks, to free a few
-    hundred cycles. Memory is let go by reference counting as before."""
+    hundred cycles. Memory is let go by reference counting as before.
+
+    The tasks are made and written on a thread of their own from the moment the verdicts are
+    combined, while the figures are computed (`TasksInBackground`)."""
+    pending: list[TasksInBackground] = []
+
+    def start(tasks: Iterator[R.TaskView | R.TaskData]) -> None:
+        pending.append(TasksInBackground(path, spec.name, tasks))
+
     with no_gc():
-        summary, tasks = report_parts(spec, options)
-        write_results(summary, path, tasks)
+        try:
+            summary, tasks = report_parts(spec, options, start)
+            write_results(summary, path, pending[0] if pending else tasks)
+        except BaseException:  # the figures failed, or Ctrl-C: the previous results stand
+            for background in pending:
+                background.stop()
+            raise
     return summary
 
 
@@ -157,10 +171,13 @@ def _in_background(work: Callable[..., T], *args: Any) -> Future[T]:
 
 
 def report_parts(
-    spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS
+    spec: RunSpec,
+    options: ReportOptions = DEFAULT_OPTIONS,
+    tasks_ready: Callable[[Iterator[R.TaskView | R.TaskData]], None] | None = None,
 ) -> tuple[R.Results, Iterator[R.TaskView | R.TaskData]]:
     """The results without their tasks, and the tasks to be made one at a time (as plain data,
-    or as models where a cascade marks its comparisons on them)."""
+    or as models where a cascade marks its comparisons on them). `tasks_ready`, if given, is
+    handed the tasks as soon as they can be made, before the figures are computed."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
@@ -186,8 +203,21 @@ def report_parts(
     if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
         judges = [j for j in judges if j != plan.first_pass]
     features = answer_features(answers) if spec.style_control else {}
-    blocks = []
+    records_by_judge: dict[str, Sequence[VerdictRecord]] = {}
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
+    for judge in judges:
+        records_by_judge[judge] = decisions.judge_records[judge]
+        combined_by_judge[judge] = decisions.combined[judge]  # combined once, by the decisions
+        if cascade is not None and judge == cascade.plan.strong:
+            records_by_judge[judge] = final_records(cascade)
+            combined_by_judge[judge] = combine_verdicts(records_by_judge[judge])
+    data = task_data(spec, answers, combined_by_judge, labels, checks, features)
+    tasks: Iterator[R.TaskView | R.TaskData] = (
+        data if cascade is None else mark_comparisons((task.view() for task in data), cascade)
+    )
+    if tasks_ready is not None:
+        tasks_ready(tasks)
+    blocks = []
     by_model: dict[str, list[Record]] = {m: [] for m in spec.models}
     for (_, model), answer in answers.items():  # grouped once, not scanned once per model
         if model in by_model:
@@ -195,12 +225,8 @@ def report_parts(
     cost = [cost_line(m, "generation", by_model[m], spec.prices.get(m)) for m in spec.models]
     routes: list[R.RouteRow] = []
     for judge in judges:
-        records: Sequence[VerdictRecord] = decisions.judge_records[judge]
-        combined = decisions.combined[judge]  # combined once, by the decisions view
-        if cascade is not None and judge == cascade.plan.strong:
-            records = final_records(cascade)
-            combined = combine_verdicts(records)
-        combined_by_judge[judge] = combined
+        records = records_by_judge[judge]
+        combined = combined_by_judge[judge]
         block = judge_block(spec, log, judge, combined, records, answers, options)
         block.calibration = judge_calibration(spec, log, judge, combined, answers, labels)
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
@@ -227,10 +253,6 @@ def report_parts(
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records, spec.prices.get(judge)))
     suite = spec.suite
-    data = task_data(spec, answers, combined_by_judge, labels, checks, features)
-    tasks: Iterator[R.TaskView | R.TaskData] = (
-        data if cascade is None else mark_comparisons((task.view() for task in data), cascade)
-    )
     summary = R.Results(
         konkord_version=__version__,
         run=spec.name,
