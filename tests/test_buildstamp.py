@@ -54,14 +54,12 @@ def test_an_unchanged_build_says_what_the_full_path_says_without_its_imports(
     assert "0 files written" in full and stamp.is_file()
     assert _build() == full
     code = (
-        "import sys\n"
+        "import atexit, sys\n"
         "from konkord.cli import main\n"
         "sys.argv = ['konkord', 'build']\n"
-        "try:\n"
-        "    main()\n"
-        "finally:\n"
-        "    heavy = ('konkord.stages.build.build', 'pydantic', 'jinja2', 'numpy', 'litellm')\n"
-        "    print(sorted(m for m in heavy if m in sys.modules))\n"
+        "heavy = ('konkord.stages.build.build', 'pydantic', 'jinja2', 'numpy', 'litellm')\n"
+        "atexit.register(lambda: print(sorted(m for m in heavy if m in sys.modules)))\n"
+        "main()\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
