@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from konkord.evidence.verdicts import CombinedVerdict
 
 
 @dataclass(frozen=True)
@@ -87,10 +84,11 @@ def dense_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 _ARRAYS = ("task", "model_a", "model_b", "complete", "flipped", "score", "ab", "ba")
 
 
-class CombinedList(list["CombinedVerdict"]):
-    """Combined verdicts in a plain list that also holds their columns (`columns_of`)."""
+class CombinedList(list[Any]):
+    """Combined verdicts (`konkord.evidence.verdicts.CombinedVerdict`, which this module does
+    not import: verdicts imports it) in a plain list that also holds their columns."""
 
-    def __init__(self, verdicts: Iterable[CombinedVerdict], columns: CombinedColumns) -> None:
+    def __init__(self, verdicts: Iterable[Any], columns: CombinedColumns) -> None:
         super().__init__(verdicts)
         self.columns: CombinedColumns | None = columns if len(self) == len(columns) else None
 
@@ -109,7 +107,7 @@ def columns_of(combined: object) -> CombinedColumns | None:
     return None
 
 
-def complete_only(combined: list[CombinedVerdict]) -> list[CombinedVerdict]:
+def complete_only(combined: list[Any]) -> list[Any]:
     """The complete verdicts, in order (with their columns where the list has them)."""
     columns = columns_of(combined)
     if columns is None:

@@ -15,48 +15,47 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import shutil
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, Self, TypeVar, overload
+from typing import Any, NamedTuple
 
 import pydantic_core
-from pydantic import BaseModel, ValidationError
 
-from konkord.errors import KonkordError
 from konkord.evidence.atomic import fsync_dir, sweep_stale_tmp, temporary_name, write_atomic
+from konkord.results.task_reading import (
+    TaskShelf,
+    TasksHolder,
+    load_tasks,
+    task_file_paths,
+    task_files_of,
+    task_ids,
+)
 from konkord.results.tasks import TaskFiles, TaskView
 
+__all__ = [
+    "INLINE_TASKS_MAX",
+    "TaskData",
+    "TaskShelf",
+    "TasksHolder",
+    "TasksInBackground",
+    "TasksWritten",
+    "dump_results",
+    "load_tasks",
+    "task_file_paths",
+    "task_files_of",
+    "task_folder",
+    "task_ids",
+    "write_tasks",
+]
 
-class TasksHolder(Protocol):
-    """What this module needs of a results file (konkord.results.schema.Results), named here
-    so that the schema, which writes and reads through this module, is not imported back."""
-
-    @property
-    def run(self) -> str: ...
-    @property
-    def tasks(self) -> list[TaskView]: ...
-    @property
-    def task_files(self) -> TaskFiles | None: ...
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
-    def model_dump_json(self, *, indent: int | None = None) -> str: ...
-
-
-ResultsT = TypeVar("ResultsT", bound=TasksHolder)
 
 # Tasks whose JSON is larger than this go to files of their own: the leaderboard's data stays
 # well under 5 MB and each task file is a few hundred KB at 20 models.
 INLINE_TASKS_MAX = 4 * 2**20
-
-# A folder name (no separators, no `..`) and a task id (a suite slug) are all a task file's
-# path is made of, so a results file cannot point a reader outside its own folder.
-_FOLDER = re.compile(r"[a-z0-9][a-z0-9_.-]*\.tasks")
-_TASK_ID = re.compile(r"[a-z0-9][a-z0-9_.-]*")
-
 
 class TaskData:
     """One task as plain data in `TaskView`'s shape: every field, defaults included, in the
@@ -278,144 +277,3 @@ def _remove_task_files(folder: Path, keep: set[str]) -> None:
             stale.unlink()
     if not keep and not any(folder.iterdir()):
         folder.rmdir()
-
-
-def task_file_paths(path: Path, files: TaskFiles) -> Iterator[tuple[str, Path]]:
-    """Each task id with its file, refusing names that could leave the results' folder."""
-    if not _FOLDER.fullmatch(files.folder):
-        raise KonkordError(f"{path}: task_files.folder {files.folder!r} is not <run>.tasks")
-    folder = path.parent / files.folder
-    for task_id in files.ids:
-        if not _TASK_ID.fullmatch(task_id):
-            raise KonkordError(f"{path}: task_files.ids has {task_id!r}, not a task id")
-        yield task_id, folder / f"{task_id}.json"
-
-
-def load_tasks(
-    path: Path, results: ResultsT, parse: bool = True, lazy: bool = False
-) -> ResultsT:
-    """The results with their tasks read back from `task_files` (unchanged if inline); with
-    parse=False the task files are only checked against their hash, and the results come
-    back as they are (no tasks, `task_files` set); with lazy=True they are checked, and the
-    tasks come back as a `TaskShelf` that parses each when asked."""
-    files = results.task_files
-    if files is None:
-        return results
-    digest = hashlib.sha256()
-    tasks: list[TaskView] = []
-    for _, task_path in task_file_paths(path, files):
-        data = _read_task(path, task_path, results.run)
-        digest.update(data)
-        if parse and not lazy:
-            tasks.append(_parse_task(task_path, data, results.run))
-    if digest.hexdigest() != files.sha256:
-        raise KonkordError(
-            f"{path.parent / files.folder}: the task files are not the ones {path} was written "
-            f"with (changed or cut short since); {_regenerate(results.run)}"
-        )
-    if not parse:
-        return results
-    shelf: Sequence[TaskView] = TaskShelf(path, files, results.run) if lazy else tasks
-    # In memory the results are whole again: where the tasks go is decided when written.
-    return results.model_copy(update={"tasks": shelf, "task_files": None})
-
-
-def _regenerate(run: str) -> str:
-    return f"regenerate it with `konkord report --run {run}`"
-
-
-def _read_task(path: Path, task_path: Path, run: str) -> bytes:
-    try:
-        return task_path.read_bytes()
-    except OSError as exc:
-        raise KonkordError(
-            f"{task_path}: cannot read this task file of {path} "
-            f"({exc.strerror or exc}); {_regenerate(run)}"
-        ) from None
-
-
-def _parse_task(task_path: Path, data: bytes, run: str) -> TaskView:
-    try:
-        return TaskView.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the top"
-        raise KonkordError(
-            f"{task_path}: invalid task file at {where}: {first['msg']}; {_regenerate(run)}"
-        ) from None
-
-
-class TaskShelf(Sequence[TaskView]):
-    """A large run's tasks, each read from its file when asked and only the last few kept:
-    at 20 models x 1,000 tasks they are 190,000 comparisons, which the site renders one task
-    page at a time and never needs at once. `shown` is applied to each task as it is read
-    (display names)."""
-
-    KEPT = 4
-
-    def __init__(
-        self,
-        path: Path,
-        files: TaskFiles,
-        run: str,
-        shown: Callable[[TaskView], TaskView] | None = None,
-    ) -> None:
-        self.path = path
-        self.files = files
-        self.run = run
-        self.shown = shown
-        self.ids = list(files.ids)
-        self._kept: dict[int, TaskView] = {}
-
-    def showing(self, shown: Callable[[TaskView], TaskView]) -> TaskShelf:
-        """The same tasks, each passed through `shown` when read."""
-        return TaskShelf(self.path, self.files, self.run, shown)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @overload
-    def __getitem__(self, index: int) -> TaskView: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[TaskView]: ...
-    def __getitem__(self, index: int | slice) -> TaskView | list[TaskView]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(len(self))[index]]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        task = self._kept.get(index)
-        if task is None:
-            task_path = self.path.parent / self.files.folder / f"{self.ids[index]}.json"
-            task = _parse_task(task_path, _read_task(self.path, task_path, self.run), self.run)
-            if self.shown is not None:
-                task = self.shown(task)
-            if len(self._kept) >= self.KEPT:
-                self._kept.pop(next(iter(self._kept)))
-            self._kept[index] = task
-        return task
-
-    def __iter__(self) -> Iterator[TaskView]:
-        for index in range(len(self)):
-            yield self[index]
-
-
-def task_ids(tasks: Sequence[TaskView]) -> list[str]:
-    """The ids of `tasks` without reading a shelf's task files."""
-    return list(tasks.ids) if isinstance(tasks, TaskShelf) else [task.id for task in tasks]
-
-
-class _TaskFilesHead(BaseModel):
-    """Only `task_files` of a results file, read without validating the rest."""
-
-    task_files: TaskFiles | None = None
-
-
-def task_files_of(data: bytes) -> TaskFiles | None:
-    """A results file's `task_files` from its bytes (None when its tasks are inline, or when
-    the file is malformed: reading it whole says what is wrong)."""
-    try:
-        return _TaskFilesHead.model_validate_json(data).task_files
-    except ValidationError:
-        return None
