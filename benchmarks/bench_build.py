@@ -53,10 +53,9 @@ def peaks():
                                         "cpu_s": cpu}))
 from konkord.cli import main
 sys.argv = ["konkord", *sys.argv[1:]]
-try:
-    main()
-finally:
-    peaks()
+import atexit
+atexit.register(peaks)  # the exit hooks run on every way out, a fast exit included
+main()
 """
 
 

@@ -58,10 +58,9 @@ def peaks():
     sys.stderr.write("\\n" + json.dumps({"main_mib": hwm / 1024, "workers_mib": workers / 1024}))
 from konkord.cli import main
 sys.argv = ["konkord", *sys.argv[1:]]
-try:
-    main()
-finally:
-    peaks()
+import atexit
+atexit.register(peaks)  # the exit hooks run on every way out, a fast exit included
+main()
 """
 
 STEPS: dict[str, tuple[str, ...]] = {
