@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from konkord.evidence.changed_lists import forget_when_changed
+
 
 @dataclass(frozen=True)
 class CombinedColumns:
@@ -121,23 +123,7 @@ def index_map(names: Mapping[str, int]) -> Callable[[Any], int | None]:
     return lambda value: names.get(value) if isinstance(value, str) else None
 
 
-def _forgetting(name: str) -> Any:
-    """A list method that, once it changes the list, lets go of its columns."""
-    method = getattr(list, name)
-
-    def changed(self: CombinedList, *args: Any, **kwargs: Any) -> Any:
-        self.columns = None
-        return method(self, *args, **kwargs)
-
-    changed.__name__ = name
-    return changed
-
-
-for _name in (
-    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse",
-    "__setitem__", "__delitem__", "__iadd__", "__imul__",
-):  # fmt: skip
-    setattr(CombinedList, _name, _forgetting(_name))
+forget_when_changed(CombinedList, "columns")  # changed, it lets go of its columns
 
 _EMPTY = CombinedColumns(
     [], *(np.zeros(0, dtype=bool if n in ("complete", "flipped") else np.int64) for n in _ARRAYS)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pydantic_core
 
+from konkord.evidence.changed_lists import forget_when_changed
 from konkord.evidence.log import Record
 
 # Fields held as codes into the pool of distinct strings (null and absent have codes of their
@@ -268,20 +269,4 @@ class RowList(list[Mapping[str, Any]]):
         self.indices: np.ndarray | None = indices
 
 
-def _forgetting(name: str) -> Any:
-    """A list method that, once it changes the list, lets go of the remembered indices."""
-    method = getattr(list, name)
-
-    def changed(self: RowList, *args: Any, **kwargs: Any) -> Any:
-        self.indices = None
-        return method(self, *args, **kwargs)
-
-    changed.__name__ = name
-    return changed
-
-
-for _name in (
-    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse",
-    "__setitem__", "__delitem__", "__iadd__", "__imul__",
-):  # fmt: skip
-    setattr(RowList, _name, _forgetting(_name))
+forget_when_changed(RowList, "indices")  # changed, it lets go of the remembered indices
