@@ -60,11 +60,23 @@ def verdict_set(spec: RunSpec) -> set[tuple[Any, ...]]:
 
 
 def children_of(pid: int) -> set[int]:
+    """The call workers among the children of `pid` (a zombie counts: it was not waited for).
+    Other children are left out: the test process may hold others started by earlier tests,
+    such as multiprocessing's resource tracker, which must never be taken for a worker."""
     found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
         text = (task / "children").read_text().split()
         found |= {int(t) for t in text}
-    return found
+    return {child for child in found if _is_worker(child)}
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return b"konkord.providers.call_worker" in command or state == "Z"
 
 
 def alive(pid: int) -> bool:
