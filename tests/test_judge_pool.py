@@ -65,7 +65,10 @@ def children_of(pid: int) -> set[int]:
     such as multiprocessing's resource tracker, which must never be taken for a worker."""
     found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except FileNotFoundError:  # a thread that ended since the folder was listed
+            continue
         found |= {int(t) for t in text}
     return {child for child in found if _is_worker(child)}
 
