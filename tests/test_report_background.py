@@ -41,16 +41,21 @@ def reported(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return project / "results"
 
 
+def _label_t00(reported: Path) -> None:
+    """A label that changes task t00's file, so a rewrite of the results would show."""
+    EvidenceLog(reported.parent / "runs" / "r").append(
+        "labels",
+        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
+         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("error", [KonkordError("no figures"), KeyboardInterrupt()])
 def test_a_report_whose_figures_stop_leaves_the_previous_results_as_they_were(
     reported: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
 ) -> None:
     before = snapshot(reported)
-    EvidenceLog(reported.parent / "runs" / "r").append(  # t00's task file would change
-        "labels",
-        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
-         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
-    )  # fmt: skip
+    _label_t00(reported)  # t00's task file would change
     started: list[object] = []
     real = results_files.TasksInBackground
     style_block = report_module.style_block
@@ -102,11 +107,7 @@ def test_ctrl_c_while_the_results_wait_for_the_task_files_leaves_the_previous_re
     reported: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = snapshot(reported)
-    EvidenceLog(reported.parent / "runs" / "r").append(  # t00's task file would change
-        "labels",
-        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
-         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
-    )  # fmt: skip
+    _label_t00(reported)  # t00's task file would change
     real_result = results_files.TasksInBackground.result
 
     def interrupted(self: results_files.TasksInBackground) -> results_files.TasksWritten:

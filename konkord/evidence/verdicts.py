@@ -63,6 +63,13 @@ class CombinedVerdict:
         return (self.model_a, self.model_b)
 
 
+def model_a_score(winner: str | None, model_a: str) -> float:
+    """model_a's score in one combined verdict: 1, 0, or half for a tie (the figures' count)."""
+    if winner == "tie":
+        return 0.5
+    return 1.0 if winner == model_a else 0.0
+
+
 def judges_in_log(log: EvidenceLog) -> list[str]:
     """Every judge with at least one verdict or failure record in the run, sorted."""
     from konkord.evidence.verdict_table import verdict_table

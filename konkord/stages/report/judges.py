@@ -15,19 +15,13 @@ from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import task_clusters
 from konkord.evidence.combined_columns import CombinedColumns, CombinedList, columns_of, index_map
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import CombinedVerdict
+from konkord.evidence.verdicts import CombinedVerdict, model_a_score
 from konkord.results import schema as R
 from konkord.results.judges_table import PANEL
 from konkord.stages.current import finite, proportion
 from konkord.stages.report.freshness import ReportOptions
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stats.judges import MIN_JUDGES_FOR_CONSENSUS
-
-
-def _score(winner: str | None, model_a: str) -> float:
-    if winner == "tie":
-        return 0.5
-    return 1.0 if winner == model_a else 0.0
 
 
 def _task_mean(figure: Any, k: int) -> R.TaskMean:
@@ -54,7 +48,7 @@ def _length_preference(
             continue
         length_a.append(long_a)
         length_b.append(long_b)
-        score.append(_score(winner, model_a))
+        score.append(model_a_score(winner, model_a))
     pref = length_preference(length_a, length_b, score)
     return proportion(pref.longer_won, pref.decided)
 
@@ -107,7 +101,7 @@ def judge_panel(
         [task_index[c.task_id] for _, c in pooled],
         [model_index[c.model_a] for _, c in pooled],
         [model_index[c.model_b] for _, c in pooled],
-        [_score(c.winner, c.model_a) for _, c in pooled],
+        [model_a_score(c.winner, c.model_a) for _, c in pooled],
         n_judges=len(judges),
         n_models=len(models),
         n_tasks=len(task_index),

@@ -18,19 +18,13 @@ from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, current_fr
 from konkord.results import schema as R
 from konkord.stages.current import finite, interval, positional, proportion, system_prompt_for
 from konkord.stages.report.freshness import ReportOptions
-from konkord.stages.report.report_turns import above_claims, turn_lines
+from konkord.stages.report.report_turns import above_claims, comparisons_of, turn_lines
 
 DISCONNECTED_HANDLING = (
     "kept and fitted like the others: the prior (half a virtual win and loss against an "
     "average model) keeps each part's strengths finite and pulls them to the average, so such "
     "resamples widen the intervals rather than being dropped"
 )
-
-
-def _score(winner: str | None, model_a: str) -> float:
-    if winner == "tie":
-        return 0.5
-    return 1.0 if winner == model_a else 0.0
 
 
 def judge_block(
@@ -62,14 +56,7 @@ def judge_block(
             task_at, i, j, score, n_models=len(models), n_tasks=len(task_ids)
         )
     else:
-        comp = stats.comparisons(
-            [task_index[c.task_id] for c in done],
-            [model_index[c.model_a] for c in done],
-            [model_index[c.model_b] for c in done],
-            [_score(c.winner, c.model_a) for c in done],
-            n_models=len(models),
-            n_tasks=len(task_ids),
-        )
+        comp = comparisons_of(done, task_index, model_index, len(task_ids))
     has_comparisons = np.bincount(np.concatenate([comp.i, comp.j]), minlength=len(models)) > 0
     graph = stats.connectivity(comp)
     parts = [part for part in graph.components if has_comparisons[list(part)].any()]

@@ -16,20 +16,33 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from konkord.configuration.turns import conversation_turn, split_unit
-from konkord.evidence.verdicts import CombinedVerdict
+from konkord.evidence.verdicts import CombinedVerdict, model_a_score
 from konkord.results import schema as R
 from konkord.stages.current import interval
 from konkord.stages.report.freshness import ReportOptions
 
 if TYPE_CHECKING:
+    from konkord.stats.pairs import Comparisons
     from konkord.stats.ranking import Ranking
 
 
-def outcome(winner: str | None, model_a: str) -> float:
-    """model_a's score in one combined verdict: 1, 0, or half for a tie."""
-    if winner == "tie":
-        return 0.5
-    return 1.0 if winner == model_a else 0.0
+def comparisons_of(
+    verdicts: list[CombinedVerdict],
+    task_index: dict[str, int],
+    model_index: dict[str, int],
+    n_tasks: int,
+) -> Comparisons:
+    """The fit's comparisons of combined verdicts, one by one (where no columns hold them)."""
+    from konkord import stats
+
+    return stats.comparisons(
+        [task_index[c.task_id] for c in verdicts],
+        [model_index[c.model_a] for c in verdicts],
+        [model_index[c.model_b] for c in verdicts],
+        [model_a_score(c.winner, c.model_a) for c in verdicts],
+        n_models=len(model_index),
+        n_tasks=n_tasks,
+    )
 
 
 def above_claims(ranking: Ranking, models: list[str]) -> list[R.Claim]:
@@ -80,7 +93,7 @@ def _turn_line(
     won = dict.fromkeys(models, 0.0)
     played = dict.fromkeys(models, 0)
     for c in verdicts:
-        score = outcome(c.winner, c.model_a)
+        score = model_a_score(c.winner, c.model_a)
         won[c.model_a] += score
         won[c.model_b] += 1.0 - score
         played[c.model_a] += 1
@@ -109,13 +122,8 @@ def _ranked(
     from konkord.stats.ranking_text import not_separated_text
 
     model_index = {m: k for k, m in enumerate(models)}
-    comp = stats.comparisons(
-        [task_index[c.task_id] for c in verdicts],
-        [model_index[c.model_a] for c in verdicts],
-        [model_index[c.model_b] for c in verdicts],
-        [outcome(c.winner, c.model_a) for c in verdicts],
-        n_models=len(models),
-        n_tasks=max(task_index.values(), default=-1) + 1,
+    comp = comparisons_of(
+        verdicts, task_index, model_index, max(task_index.values(), default=-1) + 1
     )
     present = np.bincount(np.concatenate([comp.i, comp.j]), minlength=len(models)) > 0
     parts = [p for p in stats.connectivity(comp).components if present[list(p)].any()]
