@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -128,3 +131,38 @@ def test_an_unchanged_run_prints_without_parsing_its_task_files(
     task = sorted(folder.glob("*.json"))[0]
     task.write_bytes(task.read_bytes().replace(b'"', b"'", 1))  # changed since
     assert "wrote results/r.json" in _report()
+
+
+def test_a_stale_results_file_costs_no_second_read_of_the_evidence(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stale results file made the report hash its inputs three times: for the replay
+    stamp's fingerprint, to find the file stale, and for the new file's digest (0.2 s each
+    at a 300 MB verdict log). Now each stream is read once to hash it, as when there is no
+    results file at all, and the new results are the same bytes."""
+    texts = _run(project)
+    log = (project / "runs" / "r" / "verdicts.jsonl").resolve()
+    reads: list[str] = []
+    real_open = io.open
+
+    def counted(file: object, mode: str = "r", *args: object, **kwargs: object) -> object:
+        if isinstance(file, (str, os.PathLike)) and Path(file).resolve() == log:
+            reads.append(mode)
+        return real_open(file, mode, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(builtins, "open", counted)
+    monkeypatch.setattr(io, "open", counted)  # (what Path.open calls)
+    assert "wrote results/r.json" in _report()  # no results file yet
+    with_none = len(reads)
+    add_verdict(project, "r", texts, "t00", "m/b", "m/a", ("2", "1"))
+    reads.clear()
+    assert "wrote results/r.json" in _report()  # over a stale one
+    assert len(reads) == with_none
+    path = project / "results" / "r.json"
+    stale_then = path.read_bytes()
+    assert json.loads(stale_then)["inputs_digest"] == inputs_digest(
+        resolve_run("r"), ReportOptions(resamples=50)
+    )
+    path.unlink()
+    assert "wrote results/r.json" in _report()
+    assert path.read_bytes() == stale_then

@@ -42,7 +42,7 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     from konkord.errors import KonkordError
     from konkord.evidence.paths import require_inside
     from konkord.results.schema import read_results
-    from konkord.stages.report.freshness import ReportOptions, results_current
+    from konkord.stages.report.freshness import ReportOptions, inputs_digest, stored_digest
     from konkord.stages.report.report_print import print_report
 
     spec = resolve_run(run_name)
@@ -61,9 +61,14 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     # The results are a function of the evidence, suite and options (their digest is in the
     # file): when none changed, print the file as it is rather than recompute the same bytes.
     # With no results file there is nothing to reuse, and no need to hash every input first
-    # (300 MB of verdicts at 20 models x 1,000 tasks).
-    before = reportstamp.fingerprint(key, files, folders) if path.exists() else None
-    if before is not None and results_current(spec, options, path):
+    # (300 MB of verdicts at 20 models x 1,000 tasks). Each stream is read once to hash it:
+    # for the digest, for the stamp's fingerprint, and for a stale file's new results.
+    stream_hashes: dict[str, bytes] = {}
+    digest = inputs_digest(spec, options, stream_hashes) if path.exists() else None
+    before = None
+    if digest is not None:
+        before = reportstamp.fingerprint(key, files, folders, stream_hashes)
+    if before is not None and stored_digest(path) == digest:
         try:
             current = read_results(path, tasks=False)  # (the summary is what is printed)
         except KonkordError:
@@ -84,6 +89,6 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     start_early(EvidenceLog(spec.run_dir).path("verdicts"))
     from konkord.stages.report.report import write_report
 
-    results = write_report(spec, path, options)
+    results = write_report(spec, path, options, digest)
     print_report(renamed(results, spec.names))
     click.echo(f"wrote {path}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
@@ -70,13 +71,22 @@ def walk_tree(folder: Path) -> tuple[list[str], list[str]]:
     return files, folders
 
 
-def fingerprint(key: dict[str, str], files: list[str], folders: list[str]) -> str:
-    """One hash of the key, the code, each file's bytes and each folder's listing."""
+def fingerprint(
+    key: dict[str, str],
+    files: list[str],
+    folders: list[str],
+    hashed: Mapping[str, bytes] | None = None,
+) -> str:
+    """One hash of the key, the code, each file's bytes and each folder's listing. `hashed`
+    holds the sha256 of files the caller has just read whole (by name), not read again."""
     digest = hashlib.sha256()
     digest.update(json.dumps(key, sort_keys=True).encode())
     digest.update(_code_signature().encode())
     for name in sorted(set(files)):
         digest.update(f"\0file {name}\0".encode())
+        if hashed is not None and name in hashed:
+            digest.update(hashed[name])
+            continue
         try:
             if not S_ISREG(os.stat(name).st_mode):
                 digest.update(b"(not a file)")  # a FIFO put in a file's place would hang a read

@@ -16,7 +16,7 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.door import check_options, make_client
 from konkord.providers.loading import is_offline_model
-from konkord.stages.report.report import ReportOptions, write_report
+from konkord.stages.report.report import ReportOptions, inputs_digest, write_report
 from konkord.stages.run import answers_to_make
 
 Echo = Callable[[str], None]
@@ -39,14 +39,14 @@ def _refuse(spec: RunSpec, stage: str, count: int, why: str) -> KonkordError:
     return KonkordError(f"run {spec.name}: {stage}: {count} missing; {why}")
 
 
-def _results_current(spec: RunSpec, options: ReportOptions) -> bool:
-    """Whether the results file was computed from these inputs and reads whole. Its digest is
-    compared first, from the file's head; then the file is validated, its task files checked
-    against their hash but not parsed (the site's render parses them, once)."""
+def _results_current(spec: RunSpec, digest: str | None) -> bool:
+    """Whether the results file was computed from the inputs of this `digest` and reads whole.
+    Its digest is compared first, from the file's head; then the file is validated, its task
+    files checked against their hash but not parsed (the site's render parses them, once)."""
     from konkord.results.schema import read_results
-    from konkord.stages.report.freshness import results_current
+    from konkord.stages.report.freshness import stored_digest
 
-    if not spec.results_path.exists() or not results_current(spec, options):
+    if digest is None or stored_digest(spec.results_path) != digest:
         return False
     try:
         read_results(spec.results_path, tasks=False)
@@ -120,10 +120,11 @@ def ensure_run(
             notes.append(f"run {spec.name}: judge {judge}: {judged.failed} calls failed")
     notes.extend(_simulated_labels(spec, echo))
     notes.extend(_checks(spec, echo))
-    if not _results_current(spec, options):
-
+    # Taken once: it tells whether the results are stale, and is written into new ones.
+    digest = inputs_digest(spec, options) if spec.results_path.exists() else None
+    if not _results_current(spec, digest):
         echo(f"  {spec.name}: computing {spec.results_path}")
-        write_report(spec, spec.results_path, options)
+        write_report(spec, spec.results_path, options, digest)
     return notes
 
 

@@ -132,11 +132,15 @@ def build_results(spec: RunSpec, options: ReportOptions = DEFAULT_OPTIONS) -> R.
 
 
 def write_report(
-    spec: RunSpec, path: Path, options: ReportOptions = DEFAULT_OPTIONS
+    spec: RunSpec,
+    path: Path,
+    options: ReportOptions = DEFAULT_OPTIONS,
+    digest: str | None = None,
 ) -> R.Results:
     """Compute the run's results and write them to `path`, each task made, written and let go
     in turn (a leaderboard's 190,000 comparisons are never held at once); returns the results
-    without their tasks, which is all the terminal prints.
+    without their tasks, which is all the terminal prints. `digest` is the inputs' digest
+    where the caller has taken it (to find the results file stale), not taken again.
 
     The cyclic garbage collector is paused meanwhile: the report holds millions of objects it
     keeps to the end (the log's columns, a verdict per pair), and each full collection walked
@@ -152,7 +156,7 @@ def write_report(
 
     with no_gc():
         try:
-            summary, tasks = report_parts(spec, options, start)
+            summary, tasks = report_parts(spec, options, start, digest)
             write_results(summary, path, pending[0] if pending else tasks)
         except BaseException:  # the figures failed, or Ctrl-C: the previous results stand
             for background in pending:
@@ -174,10 +178,12 @@ def report_parts(
     spec: RunSpec,
     options: ReportOptions = DEFAULT_OPTIONS,
     tasks_ready: Callable[[Iterator[R.TaskView | R.TaskData]], None] | None = None,
+    digest: str | None = None,
 ) -> tuple[R.Results, Iterator[R.TaskView | R.TaskData]]:
     """The results without their tasks, and the tasks to be made one at a time (as plain data,
     or as models where a cascade marks its comparisons on them). `tasks_ready`, if given, is
-    handed the tasks as soon as they can be made, before the figures are computed."""
+    handed the tasks as soon as they can be made, before the figures are computed; `digest`,
+    the inputs' digest if the caller has it."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
@@ -186,7 +192,7 @@ def report_parts(
         )
     # The digest reads every stream again (300 MB of verdicts at 20 models x 1,000 tasks):
     # hashing lets go of the interpreter, so it runs on another core while the log is parsed.
-    digest = _in_background(inputs_digest, spec, options)
+    hashing = None if digest is not None else _in_background(inputs_digest, spec, options)
     answers = good_answers(spec, log)
     shas = answer_shas(answers)
     judges = list(dict.fromkeys([*spec.judges, *judges_in_log(log)]))
@@ -257,7 +263,7 @@ def report_parts(
         konkord_version=__version__,
         run=spec.name,
         evidence_date=evidence_date(log),
-        inputs_digest=digest.result(),
+        inputs_digest=digest if hashing is None else hashing.result(),
         simulated=all(is_offline_model(m) for m in [*spec.models, *judges]),
         suite=R.SuiteInfo(
             name=suite.name,
