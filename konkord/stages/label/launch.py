@@ -13,6 +13,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 import webbrowser
 from collections.abc import Sequence
@@ -76,20 +77,31 @@ def stop(server: subprocess.Popen[bytes]) -> int:
     return server.wait()
 
 
-class _Stop(Exception):
-    """Raised in the main loop by the SIGTERM/SIGHUP handler."""
+STOP_STATUS = {signal.SIGTERM: 0, signal.SIGHUP: 0, signal.SIGINT: 130}
+POLL_S = 0.2
+
+
+def _open_browser_in_background(url: str) -> None:
+    """Open `url` from a daemon thread: a BROWSER command may stay in the foreground until its
+    window closes (webbrowser waits for it), and that must not hold up a stop."""
+    threading.Thread(target=webbrowser.open, args=(url,), name="open-browser", daemon=True).start()
 
 
 def serve(command: Sequence[str], url: str, open_browser: bool) -> int:
     """Run the server until it exits or `konkord label` is told to stop; the exit status.
 
     Stopping by a signal is a normal end (0 for SIGTERM/SIGHUP, 130 for Ctrl-C); the server
-    is never left running behind the command."""
+    is never left running behind the command. The handlers only note the signal, and the
+    loop acts on it between waits: a handler that raised could land anywhere, and twice it
+    went wrong (an at-fork hook swallowed the exception, so the command ran on; raised just
+    after subprocess took its wait lock, it left the lock taken, so stopping waited for ever).
+    """
+    received: list[int] = []
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        raise _Stop(signum)
+    def note(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, note) for s in STOP_STATUS}
     server: subprocess.Popen[bytes] | None = None
     try:
         server = subprocess.Popen(
@@ -97,25 +109,17 @@ def serve(command: Sequence[str], url: str, open_browser: bool) -> int:
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )  # fmt: skip
         opened = not open_browser
-        while True:
-            try:
-                return server.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                pass
-            if not opened and _answers(url):
+        while not received and server.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(timeout=POLL_S)
+            if not opened and not received and server.returncode is None and _answers(url):
                 opened = True
-                webbrowser.open(url)
-    except KeyboardInterrupt:
-        if server is not None:
-            stop(server)
-        return 130
-    except _Stop:
-        if server is not None:
-            stop(server)
-        return 0
+                _open_browser_in_background(url)
+        if received:
+            return STOP_STATUS[signal.Signals(received[0])]
+        return server.returncode
     finally:
-        if server is not None and server.poll() is None:
+        if server is not None:
             stop(server)
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
