@@ -108,7 +108,7 @@ def test_it_comes_up_without_a_terminal_on_127_0_0_1_and_sigterm_stops_the_serve
     try:
         assert listening_addresses(port) == {"0100007F"}  # 127.0.0.1 only, no wildcard
         for _ in range(100):
-            if opened.exists():
+            if opened.exists() and opened.read_text().endswith("\n"):  # the echo has written
                 break
             time.sleep(0.1)
         assert opened.read_text().split() == [f"http://127.0.0.1:{port}/"]
@@ -147,3 +147,34 @@ def test_ctrl_c_at_a_terminal_reaches_both_and_the_command_still_ends_cleanly(
     assert process.stderr is not None and b"Traceback" not in process.stderr.read()
     assert not any(alive(pid) for pid in servers), "the Streamlit server outlived Ctrl-C"
     assert not listening_addresses(port)
+
+
+def test_sighup_as_from_a_closed_terminal_stops_the_server_with_status_0(project: Path) -> None:
+    make_run(project, n_tasks=3)
+    port = free_port()
+    process, _ = start(project, port, "--no-browser")
+    code, servers = stopped_cleanly(process, signal.SIGHUP)
+    assert code == 0
+    assert not any(alive(pid) for pid in servers), "the Streamlit server outlived SIGHUP"
+    assert not listening_addresses(port)
+
+
+def test_kill_9_of_the_command_takes_the_server_with_it(project: Path) -> None:
+    """No handler runs on SIGKILL: Linux itself tells the server (PR_SET_PDEATHSIG)."""
+    make_run(project, n_tasks=3)
+    port = free_port()
+    process, _ = start(project, port, "--no-browser")
+    servers = children(process.pid)
+    assert servers, "konkord label has no server child"
+    process.kill()
+    process.wait()
+    try:
+        for _ in range(300):
+            if not any(alive(pid) for pid in servers):
+                break
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in servers), "the server outlived kill -9 of its parent"
+    finally:
+        for pid in servers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
