@@ -79,6 +79,33 @@ class Healthy(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Healthy).serve_forever()
 """
 
+# serve() started and stopped again and again, each time by a SIGTERM that another process sends
+# 0-10 ms after it starts the server (while it forks, then in the first waits); the statuses.
+MANY_MOMENTS = """
+import os, random, subprocess, sys
+from konkord.stages.label.launch import serve
+sender = subprocess.Popen(
+    [sys.executable, "-c", "import os, sys, time\\n"
+     "for delay in sys.stdin: time.sleep(float(delay)); os.kill(int(sys.argv[1]), 15)",
+     str(os.getpid())],
+    stdin=subprocess.PIPE, text=True,
+)
+sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+moments = random.Random(0)
+start_server = subprocess.Popen
+
+def start_and_send(*args, **kwargs):  # serve's handlers are in place by now
+    sender.stdin.write(f"{{moments.uniform(0, 0.01)}}\\n")
+    sender.stdin.flush()
+    return start_server(*args, **kwargs)
+
+subprocess.Popen = start_and_send
+for _ in range({times}):
+    print(serve(sleeper, "http://127.0.0.1:9/", False), flush=True)
+sender.stdin.close()
+sender.wait()
+"""
+
 STATUS = {"SIGTERM": 0, "SIGHUP": 0, "SIGINT": 130}
 
 
@@ -141,3 +168,19 @@ def test_a_signal_while_the_browser_command_still_runs_stops_it(tmp_path: Path) 
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(started.read_text()), signal.SIGKILL)
     assert out.split()[0] == "0", err
+
+
+@pytest.mark.slow
+def test_sigterm_from_another_process_at_many_moments_always_stops_it() -> None:
+    """The old handler, which raised, hung here within a few hundred starts (the lock)."""
+    times = 500
+    child = subprocess.Popen(
+        [sys.executable, "-c", MANY_MOMENTS.format(times=times)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        out, err = child.communicate()
+    assert out.split() == ["0"] * times, f"{len(out.split())} stops ended, then:\n{err}"

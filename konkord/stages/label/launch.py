@@ -10,6 +10,8 @@ returns, and on Linux the server is also told to die if its parent is killed out
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -81,6 +83,44 @@ STOP_STATUS = {signal.SIGTERM: 0, signal.SIGHUP: 0, signal.SIGINT: 130}
 POLL_S = 0.2
 
 
+class _StopSignals:
+    """SIGTERM, SIGHUP and Ctrl-C, noted by handlers that do nothing else, for serve's loop to
+    act on. A handler that raised could land anywhere: in an at-fork hook, which swallowed the
+    exception, so the command ran on; or just after subprocess took its wait lock, before the
+    `try` that gives it back, so stopping the server then waited for that lock for ever. The
+    signal also writes to a pipe (`signal.set_wakeup_fd`), so `wait` ends the moment one comes.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def __enter__(self) -> _StopSignals:
+        self._wakeup_read, self._wakeup_write = os.pipe()
+        os.set_blocking(self._wakeup_write, False)
+        self._previous_wakeup = signal.set_wakeup_fd(self._wakeup_write, warn_on_full_buffer=False)
+        self._previous = {s: signal.signal(s, self._note) for s in STOP_STATUS}
+        return self
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+
+    def wait(self, seconds: float) -> None:
+        """Sleep until a stop signal comes or `seconds` pass."""
+        if select.select([self._wakeup_read], [], [], seconds)[0]:
+            os.read(self._wakeup_read, 512)
+
+    def status(self) -> int:
+        """The command's exit status for the first signal received."""
+        return STOP_STATUS[signal.Signals(self.received[0])]
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self._previous_wakeup)
+        os.close(self._wakeup_read)
+        os.close(self._wakeup_write)
+
+
 def _open_browser_in_background(url: str) -> None:
     """Open `url` from a daemon thread: a BROWSER command may stay in the foreground until its
     window closes (webbrowser waits for it), and that must not hold up a stop."""
@@ -91,35 +131,21 @@ def serve(command: Sequence[str], url: str, open_browser: bool) -> int:
     """Run the server until it exits or `konkord label` is told to stop; the exit status.
 
     Stopping by a signal is a normal end (0 for SIGTERM/SIGHUP, 130 for Ctrl-C); the server
-    is never left running behind the command. The handlers only note the signal, and the
-    loop acts on it between waits: a handler that raised could land anywhere, and twice it
-    went wrong (an at-fork hook swallowed the exception, so the command ran on; raised just
-    after subprocess took its wait lock, it left the lock taken, so stopping waited for ever).
-    """
-    received: list[int] = []
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-
-    previous = {s: signal.signal(s, note) for s in STOP_STATUS}
-    server: subprocess.Popen[bytes] | None = None
-    try:
-        server = subprocess.Popen(
-            list(command), stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )  # fmt: skip
-        opened = not open_browser
-        while not received and server.poll() is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                server.wait(timeout=POLL_S)
-            if not opened and not received and server.returncode is None and _answers(url):
-                opened = True
-                _open_browser_in_background(url)
-        if received:
-            return STOP_STATUS[signal.Signals(received[0])]
-        return server.returncode
-    finally:
-        if server is not None:
-            stop(server)
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    is never left running behind the command, and is stopped outside any signal handler."""
+    with _StopSignals() as signals:
+        server: subprocess.Popen[bytes] | None = None
+        try:
+            server = subprocess.Popen(
+                list(command), stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )  # fmt: skip
+            opened = not open_browser
+            while not signals.received and server.poll() is None:
+                signals.wait(POLL_S)
+                if not opened and not signals.received and server.poll() is None and _answers(url):
+                    opened = True
+                    _open_browser_in_background(url)
+            return signals.status() if signals.received else server.returncode
+        finally:
+            if server is not None:
+                stop(server)
