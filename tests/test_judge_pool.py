@@ -6,7 +6,6 @@ fails the stage loudly with the evidence on disk kept."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from holding_judge import HoldingJudge
 from openai_server import OpenAIServer, Reply
 from test_judge_stage import (
     EXPECTED_CALLS,
@@ -118,29 +118,6 @@ def test_failures_cross_as_konkord_records(demo: RunSpec, openai_server: OpenAIS
     assert all("BadRequestError" in r["detail"] and "1 attempt" in r["detail"] for r in records)
 
 
-class Gate:
-    """Answers the first `quick` requests, then holds the rest until released (then 503)."""
-
-    def __init__(self, quick: int) -> None:
-        self.quick = quick
-        self.release = threading.Event()
-        self.paid: Counter[str] = Counter()
-        self.lock = threading.Lock()
-        self.on_hold: Any = None
-        self.answer_held = False  # after release: the held calls answered (else 503)
-
-    def __call__(self, body: dict[str, Any], n: int) -> Reply:
-        if n > self.quick and not self.release.is_set():
-            if self.on_hold is not None:
-                self.on_hold()
-            self.release.wait(60)
-            if not self.answer_held:
-                return Reply(status=503)
-        with self.lock:
-            self.paid[json.dumps(body["messages"], sort_keys=True)] += 1
-        return content_judge(body, n)
-
-
 def start_cli(project: Path, *extra: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "KONKORD_BACKOFF_BASE": "0"}
     return subprocess.Popen(
@@ -162,7 +139,7 @@ def wait_for(what: Any, child: subprocess.Popen[bytes], timeout: float = 90) -> 
 def test_kill_9_of_the_parent_takes_the_workers_and_a_rerun_pays_nothing_twice(
     demo: RunSpec, openai_server: OpenAIServer, project: Path
 ) -> None:
-    gate = Gate(quick=5)
+    gate = HoldingJudge(5, content_judge)
     openai_server.responder = gate
     verdicts = EvidenceLog(demo.run_dir).path("verdicts")
     child = start_cli(project)
@@ -198,7 +175,7 @@ def test_ctrl_c_lands_the_calls_in_flight(
 ) -> None:
     """Ctrl-C reaches the whole process group (as at a terminal): the workers ignore it, the
     calls they hold come back and are written, nothing new is sent."""
-    gate = Gate(quick=5)
+    gate = HoldingJudge(5, content_judge)
     openai_server.responder = gate
     child = start_cli(project)
     try:
@@ -223,7 +200,7 @@ def test_ctrl_c_lands_the_calls_in_flight(
 def test_a_dead_worker_fails_the_stage_loudly_and_keeps_the_evidence(
     demo: RunSpec, openai_server: OpenAIServer
 ) -> None:
-    gate = Gate(quick=4)
+    gate = HoldingJudge(4, content_judge)
     victims: list[int] = []
 
     def kill_a_worker() -> None:

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from holding_judge import HoldingJudge
 from openai_server import OpenAIServer, Reply
 
 from konkord.cli import cli
@@ -340,28 +340,10 @@ def test_cli_prints_the_summary(demo: RunSpec, openai_server: OpenAIServer) -> N
     assert "most flips: openai/model-a vs openai/model-b: 3 of 3" in result.stdout
 
 
-class KillSwitch:
-    """Answers the first `quick` requests, then holds the rest until released."""
-
-    def __init__(self, quick: int) -> None:
-        self.quick = quick
-        self.release = threading.Event()
-        self.paid: Counter[str] = Counter()
-        self.lock = threading.Lock()
-
-    def __call__(self, body: dict[str, Any], n: int) -> Reply:
-        if n > self.quick and not self.release.is_set():
-            self.release.wait(60)
-            return Reply(status=503)  # the client that asked is gone: nothing was delivered
-        with self.lock:
-            self.paid[json.dumps(body["messages"], sort_keys=True)] += 1
-        return content_judge(body, n)
-
-
 def test_kill_9_mid_judge_then_resume(
     demo: RunSpec, openai_server: OpenAIServer, project: Path
 ) -> None:
-    switch = KillSwitch(quick=5)
+    switch = HoldingJudge(5, content_judge)
     openai_server.responder = switch
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen(

@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,25 @@ def spec(request: pytest.FixtureRequest) -> RunSpec:
     """The demo run of test_judge_stage: three models' answers written, no verdict yet."""
     demo: RunSpec = request.getfixturevalue("demo_fixture")
     return demo
+
+
+@contextmanager
+def run_held(project: Path, run: str, stage: str) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding `run` as `konkord <stage>` does, until the block ends."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
+         f"with run_lock(Path('runs') / {run!r}, {stage!r}):\n"
+         "    print('held', flush=True); time.sleep(120)"],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 JUDGE_CMD = [sys.executable, "-m", "konkord.cli", "judge", "--run", "demo", "--concurrency", "3"]
@@ -104,16 +125,7 @@ def test_a_held_run_is_refused_by_name_while_labels_still_go_in(
     spec: RunSpec, openai_server: OpenAIServer, project: Path
 ) -> None:
     openai_server.responder = content_judge
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
-         "with run_lock(Path('runs/demo'), 'run'):\n"
-         "    print('held', flush=True); time.sleep(60)"],
-        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with run_held(project, "demo", "run") as holder:
         refused = CliRunner().invoke(cli, ["judge", "--run", "demo"])
         assert refused.exit_code == 2
         assert f"`konkord run` (pid {holder.pid} on " in refused.stderr
@@ -125,9 +137,6 @@ def test_a_held_run_is_refused_by_name_while_labels_still_go_in(
             "model_b": spec.models[1], "labeller": "ana", "winner": "tie",
             "created_at": now_iso(),
         })
-    finally:
-        holder.kill()
-        holder.wait()
     judged = CliRunner().invoke(cli, ["judge", "--run", "demo"])  # the kernel freed the lock
     assert judged.exit_code == 0, judged.stderr
     assert len(openai_server.requests) == EXPECTED_CALLS
@@ -261,16 +270,7 @@ def test_two_people_label_one_run_at_once_while_a_judge_holds_it(
     from konkord.stages.label.labels import current_labels
 
     labelled = make_run(project, n_tasks=25)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
-         "with run_lock(Path('runs/demo'), 'judge'):\n"
-         "    print('held', flush=True); time.sleep(120)"],
-        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with run_held(project, "demo", "judge"):
         sessions = {}
         for name in ("ana", "ben"):  # each session reads its labeller once, at its start
             for key, value in {"RUN": "demo", "LABELLER": name, "SEED": "0", "N": "6"}.items():
@@ -280,9 +280,6 @@ def test_two_people_label_one_run_at_once_while_a_judge_holds_it(
             for at in sessions.values():  # turn about: each label lands between the other's
                 click(at, key)
                 assert progress_text(at).startswith(f"{step} of 6")
-    finally:
-        holder.kill()
-        holder.wait()
     labels = current_labels(EvidenceLog(labelled.run_dir))
     assert Counter(key[3] for key in labels) == {"ana": 4, "ben": 4}
 
@@ -301,16 +298,7 @@ def test_a_refused_run_or_cascade_leaves_run_json_as_it_was(
     manifest = project / "runs" / "s" / "run.json"
     before = manifest.read_bytes()
     sent = len(openai_server.requests)
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import time; from pathlib import Path; from konkord.evidence.stopping import run_lock\n"
-         "with run_lock(Path('runs/s'), 'run'):\n"
-         "    print('held', flush=True); time.sleep(120)"],
-        cwd=project, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with run_held(project, "s", "run") as holder:
         other_models = ["run", "--suite", "s.yaml", "--models", "openai/x,openai/y,openai/z", *base]
         cascade = ["judge", "--run", "s", "--judge", "openai/strong", "--first-pass", "openai/f",
                    *base]
@@ -319,9 +307,6 @@ def test_a_refused_run_or_cascade_leaves_run_json_as_it_was(
             assert refused.exit_code == 2, refused.output
             assert f"`konkord run` (pid {holder.pid} on " in refused.stderr
             assert manifest.read_bytes() == before, f"{args[0]} rewrote run.json"
-    finally:
-        holder.kill()
-        holder.wait()
     assert len(openai_server.requests) == sent
 
 

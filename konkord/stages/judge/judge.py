@@ -28,6 +28,8 @@ from konkord.stages.judge.judge_summary import JudgeSummary as JudgeSummary
 from konkord.stages.judge.judge_summary import JudgeTally as JudgeTally
 from konkord.stages.judge.judge_summary import summary_lines as summary_lines
 from konkord.stages.judge.judge_summary import tally_combined
+from konkord.stages.judge.judging import Judging
+from konkord.stages.judge.judging import ProgressCallback as ProgressCallback
 from konkord.stages.judge.owed import (
     check_no_drift,
     current_combined,
@@ -38,7 +40,6 @@ from konkord.stages.judge.owed import (
 )
 
 DEFAULT_MAX_TOKENS = 8192
-ProgressCallback = Callable[[int, int], None]  # (items done, items in all)
 
 
 def planned_calls(spec: RunSpec, judges: tuple[str, ...] | list[str]) -> int:
@@ -114,62 +115,45 @@ async def judge_run(
     record_start(spec, log)
     client = client or ModelClient(concurrency=concurrency, prices=spec.prices)
     try:
-        return await _judge_rounds(
-            spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
+        judging = Judging(
+            spec,
+            judges,
+            client,
+            concurrency,
+            judge_settings(max_tokens, api_base or spec.settings.api_base),
+            frame_hash(compose_system_prompt(spec.suite)),
+            on_progress,
+            only,
         )
+        return await _judge_rounds(judging)
     finally:
         await client.close()  # the call pool's worker processes, if it started any
 
 
-async def _judge_rounds(
-    spec: RunSpec,
-    judges: tuple[str, ...],
-    client: ModelClient,
-    concurrency: int,
-    max_tokens: int,
-    on_progress: ProgressCallback | None,
-    api_base: str | None,
-    only: Callable[[JudgeItem], bool] | None,
-) -> JudgeSummary:
+async def _judge_rounds(judging: Judging) -> JudgeSummary:
     """judge_run's passes: one, or under an adaptive design one a round."""
+    spec, judges = judging.spec, judging.judges
     log = EvidenceLog(spec.run_dir)
-    summary = await _judge_pass(
-        spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
-    )
-    fhash = summary.frame_hash
+    summary = await _judge_pass(judging)
     # Only an adaptive design has later rounds; asking what is missing would read every verdict
     # back and compose every message again (7 s and 170 MB at 100,000 calls) for nothing.
-    adaptive = only is None and spec.design.kind == "adaptive"
+    adaptive = judging.only is None and spec.design.kind == "adaptive"
     while adaptive and not any(missing_verdicts(spec, j) for j in judges):
-        if choose_round(spec, log, ranking_fit(spec, log, judges[0], fhash)) is None:
+        if choose_round(spec, log, ranking_fit(spec, log, judges[0], judging.frame_hash)) is None:
             break
-        summary = summary.merged(
-            await _judge_pass(
-                spec, judges, client, concurrency, max_tokens, on_progress, api_base, only
-            )
-        )
+        summary = summary.merged(await _judge_pass(judging))
     summary.design = design_summary(spec, log)
     return summary
 
 
-async def _judge_pass(
-    spec: RunSpec,
-    judges: tuple[str, ...],
-    client: ModelClient,
-    concurrency: int,
-    max_tokens: int,
-    on_progress: ProgressCallback | None,
-    api_base: str | None,
-    only: Callable[[JudgeItem], bool] | None,
-) -> JudgeSummary:
+async def _judge_pass(judging: Judging) -> JudgeSummary:
     """One pass over what the design owes now."""
+    spec, judges, fhash = judging.spec, judging.judges, judging.frame_hash
     log = EvidenceLog(spec.run_dir)
-    system_prompt = compose_system_prompt(spec.suite)
-    fhash = frame_hash(system_prompt)
     summary = JudgeSummary(spec.name, fhash, notes=preflight(spec, judges))
     items, summary.skipped_pairs = judge_items(spec, log, judges)
-    if only is not None:
-        items = [item for item in items if only(item)]
+    if judging.only is not None:
+        items = [item for item in items if judging.only(item)]
     todo: list[JudgeItem] = []
     unparseable: set[tuple[str, str, str, str, str]] = set()
     for judge in judges:
@@ -179,11 +163,12 @@ async def _judge_pass(
         todo += [i for i in items if i.judge == judge and i.key not in done]
         unparseable |= failed_keys(log, judge, fhash)
     if todo:
+        system_prompt = compose_system_prompt(spec.suite)
         for judge in judges:
             record_prompt(log, spec, system_prompt, judge)
-    settings = judge_settings(max_tokens, api_base or spec.settings.api_base)
     total = len(items)
     finished = total - len(todo)
+    on_progress = judging.on_progress
     if on_progress:
         on_progress(finished, total)
     sent: dict[tuple[str, str, str, str, str], str] = {}
@@ -201,10 +186,10 @@ async def _judge_pass(
             on_progress(finished, total)
 
     writer = VerdictWriter(log, land)
-    if isinstance(client, BatchClient):
-        await judge_by_batch(spec, todo, client, settings, fhash, unparseable, writer)
+    if isinstance(judging.client, BatchClient):
+        await judge_by_batch(judging, judging.client, todo, unparseable, writer)
     else:
-        await judge_live(spec, todo, client, settings, fhash, unparseable, concurrency, writer)
+        await judge_live(judging, todo, unparseable, writer)
     current = current_combined(spec, log, judges, fhash, items, sent)
     for judge in judges:
         tally_combined(summary.tallies[judge], current[judge])

@@ -15,12 +15,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError, NotLaunched
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.providers.batch import BatchClient
 from konkord.providers.calls import CallResult
-from konkord.providers.llm import CallSettings, ModelClient
 from konkord.providers.replies import Replies
 from konkord.stages.judge.judge_call import (
     JudgeItem,
@@ -33,6 +31,7 @@ from konkord.stages.judge.judge_call import (
     reminder_not_sent,
     wants_reminder,
 )
+from konkord.stages.judge.judging import Judging
 
 Key = tuple[str, str, str, str, str]
 Judged = tuple[JudgeItem, Record, list[CallResult]]  # an item, its record, the calls it took
@@ -96,16 +95,12 @@ class VerdictWriter:
 
 
 async def judge_live(
-    spec: RunSpec,
-    todo: list[JudgeItem],
-    client: ModelClient,
-    settings: CallSettings,
-    fhash: str,
-    fresh: set[Key],
-    concurrency: int,
-    writer: VerdictWriter,
+    judging: Judging, todo: list[JudgeItem], fresh: set[Key], writer: VerdictWriter
 ) -> None:
-    """Ask every item through `concurrency` workers; `fresh` keys skip the cache."""
+    """Ask every item through `judging.concurrency` workers; `fresh` keys skip the cache."""
+    spec, client, settings, fhash = (
+        judging.spec, judging.client, judging.settings, judging.frame_hash
+    )
     items = iter(todo)
 
     async def worker() -> None:
@@ -121,7 +116,7 @@ async def judge_live(
                 continue  # --max-cost or Ctrl-C: not sent; a rerun asks it
             writer.add([(item, record, calls)])
 
-    workers = [worker() for _ in range(min(max(1, concurrency), len(todo)))]
+    workers = [worker() for _ in range(min(max(1, judging.concurrency), len(todo)))]
     outcomes = await asyncio.gather(*workers, return_exceptions=True)
     # A failing worker (a dead call process, a write that failed) ends alone: the others finish
     # the calls they hold, so that what was paid for is written before the stage fails.
@@ -132,39 +127,36 @@ async def judge_live(
 
 
 async def judge_by_batch(
-    spec: RunSpec,
-    todo: list[JudgeItem],
+    judging: Judging,
     client: BatchClient,
-    settings: CallSettings,
-    fhash: str,
+    todo: list[JudgeItem],
     fresh: set[Key],
     writer: VerdictWriter,
 ) -> None:
-    """Send every item to the batch client under its tag, then turn replies into verdicts as
-    they land (sending the reminder where a reply has no verdict line)."""
+    """Send every item to the batch client (`judging`'s) under its tag, then turn replies into
+    verdicts as they land (sending the reminder where a reply has no verdict line)."""
     replies: Replies[Tag] = Replies()
     try:
-        await _send_all(spec, todo, client, settings, fresh, replies)
-        await _take(spec, todo, client, settings, fhash, fresh, writer, replies)
+        await _send_all(judging, client, todo, fresh, replies)
+        await _take(judging, client, todo, fresh, writer, replies)
     finally:
         replies.close()  # a batch still being collected no longer waits for this stage
 
 
 async def _send_all(
-    spec: RunSpec,
-    todo: list[JudgeItem],
+    judging: Judging,
     client: BatchClient,
-    settings: CallSettings,
+    todo: list[JudgeItem],
     fresh: set[Key],
     replies: Replies[Tag],
 ) -> None:
     """Send every item under its tag: its index in `todo` and its message's hash."""
     for index, item in enumerate(todo):
-        messages = judge_messages(spec, item)
+        messages = judge_messages(judging.spec, item)
         tag: Tag = (index, message_sha(messages[1]["content"]), None)
         try:
             await client.send(
-                replies, tag, item.judge, messages, settings, item.key not in fresh
+                replies, tag, item.judge, messages, judging.settings, item.key not in fresh
             )
         except NotLaunched:
             continue  # --max-cost or Ctrl-C: not sent; a rerun asks it
@@ -174,16 +166,15 @@ async def _send_all(
 
 
 async def _take(
-    spec: RunSpec,
-    todo: list[JudgeItem],
+    judging: Judging,
     client: BatchClient,
-    settings: CallSettings,
-    fhash: str,
+    todo: list[JudgeItem],
     fresh: set[Key],
     writer: VerdictWriter,
     replies: Replies[Tag],
 ) -> None:
     """Turn replies into verdicts as they land, a slice at a time (see judge_by_batch)."""
+    spec, settings, fhash = judging.spec, judging.settings, judging.frame_hash
     failure: BaseException | None = None
     # After a batch fails, what has landed is still written; nothing more is waited for.
     while replies.waiting and (failure is None or replies.ready):

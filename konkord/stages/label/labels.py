@@ -46,17 +46,7 @@ def record_label(
     if not labeller.strip():
         raise ValueError("labeller must not be empty")
     _check_models(item, shown_first)
-    record: Record = {
-        "kind": "label",
-        "task_id": item.task_id,
-        "model_a": item.model_a,
-        "model_b": item.model_b,
-        "labeller": labeller,
-        "winner": winner,
-        "shown_first": shown_first,
-        "source": source,
-        "created_at": now_iso(),
-    }
+    record = _label(item, labeller, winner, shown_first, source)
     if inclusion_probability is not None:
         if not 0.0 < inclusion_probability <= 1.0:
             raise ValueError(f"inclusion_probability {inclusion_probability} is outside (0, 1]")
@@ -76,19 +66,26 @@ def withdraw_label(
 ) -> Record:
     """Append a record with winner null that supersedes this labeller's label for `item`."""
     _check_models(item, shown_first)
-    record: Record = {
+    record = _label(item, labeller, None, shown_first, source)
+    log.append("labels", record)
+    return record
+
+
+def _label(
+    item: Comparison, labeller: str, winner: str | None, shown_first: str | None, source: str
+) -> Record:
+    """A label record as the log keeps it (a withdrawal's winner is None)."""
+    return {
         "kind": "label",
         "task_id": item.task_id,
         "model_a": item.model_a,
         "model_b": item.model_b,
         "labeller": labeller,
-        "winner": None,
+        "winner": winner,
         "shown_first": shown_first,
         "source": source,
         "created_at": now_iso(),
     }
-    log.append("labels", record)
-    return record
 
 
 def current_labels(log: EvidenceLog) -> dict[LabelKey, Record]:
