@@ -93,7 +93,7 @@ def test_chunks_msgspec_refuses_are_parsed_into_dicts_beside_those_it_takes(
             record["rationale"] = "half a pair \ud800 of surrogates"
         if n % 37 == 7:
             record["cost_usd"] = math.inf  # written Infinity
-    records = [r for n, r in enumerate(records) if n < 120 or n % 11 and n % 13]
+    records = [r for n, r in enumerate(records) if n < 120 or (n % 11 and n % 13)]
     log = write_log(tmp_path, records)
     assert_rows_are_the_records(log)
     assert decoder.taken > 0 and decoder.refused > 0
