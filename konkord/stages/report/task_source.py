@@ -28,6 +28,8 @@ VIEW_FIELDS = ("position_winner", "winner", "rationale", "kind", "reason", "deta
 # An order of a comparison: a row of the shared columns, its fields (a record read some other
 # way), or None where the order was not judged.
 OrderRef = int | dict[str, Any] | None
+# A field of a judge's comparisons: a list, or a numpy array (codes, flags or rows).
+FieldValues = Any
 
 
 @dataclass
@@ -44,20 +46,66 @@ class OrderColumns:
 
 @dataclass
 class JudgeComparisons:
-    """One judge's combined verdicts, a list per field in the combined list's order."""
+    """One judge's combined verdicts, field by field in the combined list's order: as lists,
+    or, taken from the list's columns, as the arrays it already holds (the task and models as
+    codes into `values`, the orders as rows, -1 where missing), made lists by `lists` only
+    where the tasks are made."""
 
     judge: str
-    task_id: list[str]
-    model_a: list[str]
-    model_b: list[str]
+    task_id: FieldValues
+    model_a: FieldValues
+    model_b: FieldValues
     winner: list[str | None]
-    flipped: list[bool]
-    complete: list[bool]
-    ab: list[OrderRef]
-    ba: list[OrderRef]
+    flipped: FieldValues
+    complete: FieldValues
+    ab: FieldValues
+    ba: FieldValues
+    values: list[Any] | None = None  # the log's values, where the fields are its codes
 
     def __len__(self) -> int:
         return len(self.task_id)
+
+    def rows_by_task(self) -> dict[str, Any]:
+        """Each task's comparisons (their places, in order): an array of them where the
+        fields are arrays, else a list."""
+        if self.values is None:
+            found: dict[str, list[int]] = {}
+            for n, task_id in enumerate(self.task_id):
+                found.setdefault(task_id, []).append(n)
+            return found
+        import numpy as np
+
+        order = np.argsort(self.task_id, kind="stable")
+        codes = self.task_id[order]
+        starts = np.flatnonzero(np.diff(codes, prepend=-1))
+        ends = np.append(starts[1:], len(codes))
+        return {
+            self.values[code]: order[start:end]
+            for code, start, end in zip(
+                codes[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+            )
+        }
+
+    def take(self, rows: Any) -> tuple[list[Any], ...]:
+        """(model_a, model_b, winner, flipped, complete, ab, ba) of the comparisons at `rows`,
+        each a list; an order a row of the shared columns, its fields, or None."""
+        if self.values is None:
+            return tuple(
+                [field[n] for n in rows]
+                for field in (self.model_a, self.model_b, self.winner, self.flipped,
+                              self.complete, self.ab, self.ba)
+            )  # fmt: skip
+        pick = self.values.__getitem__
+        winner = self.winner
+        return (
+            list(map(pick, self.model_a[rows].tolist())),
+            list(map(pick, self.model_b[rows].tolist())),
+            [winner[n] for n in rows.tolist()],
+            self.flipped[rows].tolist(),
+            self.complete[rows].tolist(),
+            *([None if row < 0 else row for row in orders[rows].tolist()]
+              for orders in (self.ab, self.ba)),
+        )  # fmt: skip
 
 
 @dataclass
@@ -111,18 +159,10 @@ def _comparisons(
     if columns is not None and table is not None and (not tables or tables[0] is table):
         if not tables:
             tables.append(table)
-        values = columns.values
         return JudgeComparisons(
-            judge,
-            list(map(values.__getitem__, columns.task.tolist())),
-            list(map(values.__getitem__, columns.model_a.tolist())),
-            list(map(values.__getitem__, columns.model_b.tolist())),
-            winner,
-            columns.flipped.tolist(),
-            columns.complete.tolist(),
-            [None if row < 0 else row for row in columns.ab.tolist()],
-            [None if row < 0 else row for row in columns.ba.tolist()],
-        )
+            judge, columns.task, columns.model_a, columns.model_b, winner, columns.flipped,
+            columns.complete, columns.ab, columns.ba, columns.values,
+        )  # fmt: skip
     ab: list[OrderRef] = []
     ba: list[OrderRef] = []
     for c in combined:
@@ -184,11 +224,9 @@ def tasks_of(source: TaskSource) -> Iterator[TaskData]:
             {"labeller": str(rec["labeller"]), "winner": str(rec["winner"])}
         )
     # Grouped by task once: scanning every verdict for each task is quadratic in the tasks
-    # (190 million visits at 20 models x 1,000 tasks).
-    by_task: dict[str, list[tuple[JudgeComparisons, int]]] = {}
-    for judged in source.comparisons:
-        for n, task_id in enumerate(judged.task_id):
-            by_task.setdefault(task_id, []).append((judged, n))
+    # (190 million visits at 20 models x 1,000 tasks); each task's fields taken as lists
+    # when it is made, so no list of every comparison's fields is held.
+    by_task = [(judged, judged.rows_by_task()) for judged in source.comparisons]
     # The shared columns read at list speed, the loop below inline (a call per order verdict
     # cost a fifth of writing the tasks).
     fields = source.orders.fields if source.orders is not None else {}
@@ -203,44 +241,46 @@ def tasks_of(source: TaskSource) -> Iterator[TaskData]:
             if (answer := answers.get((task.id, model))) is not None
         ]
         comparisons: list[dict[str, Any]] = []
-        for judged, n in by_task.get(task.id, ()):
-            model_a, model_b = judged.model_a[n], judged.model_b[n]
-            shown = []
-            for order, first, ref in (
-                ("ab", model_a, judged.ab[n]),
-                ("ba", model_b, judged.ba[n]),
+        for judged, rows_of in by_task:
+            rows = rows_of.get(task.id)
+            if rows is None:
+                continue
+            for model_a, model_b, winner, flipped, complete, ab, ba in zip(
+                *judged.take(rows), strict=True
             ):
-                if ref is None:
-                    continue
-                if isinstance(ref, dict):
-                    shown.append(_order_view(order, first, ref))
-                    continue
-                i = ref
-                shown.append(
+                shown = []
+                for order, first, ref in (("ab", model_a, ab), ("ba", model_b, ba)):
+                    if ref is None:
+                        continue
+                    if isinstance(ref, dict):
+                        shown.append(_order_view(order, first, ref))
+                        continue
+                    i = ref
+                    shown.append(
+                        {
+                            "order": order,
+                            "shown_first": first,
+                            "position_winner": position_winners[i],
+                            "winner": winners[i],
+                            "rationale": rationales[i],
+                            "failure": None
+                            if kinds[i] == "verdict"
+                            else _failure(reasons[i], details[i]),
+                        }
+                    )
+                comparisons.append(
                     {
-                        "order": order,
-                        "shown_first": first,
-                        "position_winner": position_winners[i],
-                        "winner": winners[i],
-                        "rationale": rationales[i],
-                        "failure": None
-                        if kinds[i] == "verdict"
-                        else _failure(reasons[i], details[i]),
+                        "judge": judged.judge,
+                        "model_a": model_a,
+                        "model_b": model_b,
+                        "winner": winner,
+                        "flipped": flipped,
+                        "complete": complete,
+                        "orders": shown,
+                        "labels": labels_by_item.get((task.id, model_a, model_b), []),
+                        "cascade": None,
                     }
                 )
-            comparisons.append(
-                {
-                    "judge": judged.judge,
-                    "model_a": model_a,
-                    "model_b": model_b,
-                    "winner": judged.winner[n],
-                    "flipped": judged.flipped[n],
-                    "complete": judged.complete[n],
-                    "orders": shown,
-                    "labels": labels_by_item.get((task.id, model_a, model_b), []),
-                    "cascade": None,
-                }
-            )
         yield TaskData(
             {
                 "id": task.id,
