@@ -112,3 +112,19 @@ def test_a_wrong_type_in_a_decoded_chunk_is_named_by_its_line(
         verdict_table(log)
     assert str(caught.value).startswith(f"{log.path('verdicts')}:58: ")
     assert f'field "{field}"' in str(caught.value) and "edited by hand" in str(caught.value)
+
+
+def test_the_parse_workers_chunks_are_decoded_by_msgspec_too(
+    tmp_path: Path, decoder: CountingDecoder
+) -> None:
+    """The worker's collector (`verdict_split._Sender`) decodes as the builder does: run here,
+    on a log of known fields, every chunk it sends was taken by msgspec."""
+    import io
+
+    records = [{k: v for k, v in r.items() if k in KNOWN} for r in messy_records(6)]
+    log = write_log(tmp_path, records)
+    path = log.path("verdicts")
+    out = io.BytesIO()
+    with path.open("rb") as handle:
+        evidence_parse.parse_stream(path, handle, path.stat().st_size, verdict_split._Sender(out, 0))
+    assert decoder.taken > 10 and decoder.refused == 0

@@ -39,7 +39,7 @@ from konkord.evidence.verdict_rows import (
     VerdictTable,
 )
 
-__all__ = ["ColumnBuilder"]
+__all__ = ["ColumnBuilder", "VerdictLine", "decode_lines"]
 
 
 class ColumnBuilder:
@@ -66,14 +66,8 @@ class ColumnBuilder:
     checks_fields = True  # the types of the known fields, checked column by column
 
     def decode(self, array: bytearray) -> list[Any] | None:
-        """A chunk's records (a JSON array of objects) as `VerdictLine`s, or None where it
-        holds anything else (a field no column holds, text that is not JSON as msgspec reads
-        it): then parsed into dicts as any stream is."""
-        try:
-            records: list[Any] = _LINES.decode(array)
-        except msgspec.MsgspecError:
-            return None
-        return records
+        """A chunk's records as `VerdictLine`s where msgspec takes them (`decode_lines`)."""
+        return decode_lines(array)
 
     def add(self, records: list[Record], chunk: bytes, start: int) -> None:
         """The records parsed from `chunk` (whole lines beginning at byte `start`), a field at
@@ -352,6 +346,17 @@ VerdictLine = msgspec.defstruct(
     forbid_unknown_fields=True,
 )
 _LINES = msgspec.json.Decoder(list[VerdictLine])  # type: ignore[valid-type]  # (made above)
+
+
+def decode_lines(array: bytearray) -> list[Any] | None:
+    """A chunk's records (a JSON array of objects) as `VerdictLine`s, or None where it holds
+    anything else (a field no column holds, text msgspec reads otherwise than json): then
+    parsed into dicts as any stream is."""
+    try:
+        records: list[Any] = _LINES.decode(array)
+    except msgspec.MsgspecError:
+        return None
+    return records
 
 
 # A number's state by the type of its value (`MISSING`, an absent field, is a plain object; the

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from konkord.evidence import parse as evidence_parse
 from konkord.evidence.parse import Reader, parse_stream
-from konkord.evidence.verdict_build import ColumnBuilder
+from konkord.evidence.verdict_build import ColumnBuilder, decode_lines
 from konkord.evidence.workers import core_free, worker_env
 
 # Logs smaller than this are parsed here alone (starting a worker costs about 0.2 s of CPU);
@@ -226,6 +226,10 @@ class _Sender:
     def __init__(self, out: IO[bytes], base: int) -> None:
         self.out = out
         self.base = base
+
+    def decode(self, array: bytearray) -> list[Any] | None:
+        """A chunk decoded as the builder decodes it (`verdict_build.decode_lines`)."""
+        return decode_lines(array)
 
     def add(self, records: list[dict[str, Any]], chunk: bytes, start: int) -> None:
         builder = ColumnBuilder()
