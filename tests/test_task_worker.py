@@ -26,7 +26,7 @@ from konkord.results.schema import read_results
 from konkord.stages.report import report as report_module
 from konkord.stages.report import task_worker
 from konkord.stages.report.report import ReportOptions, write_report
-from konkord.stages.report.report_tasks import TaskSource, tasks_of
+from konkord.stages.report.task_source import TaskSource, tasks_of
 
 FAST = ReportOptions(resamples=20, seed=1)
 

@@ -49,8 +49,8 @@ from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stages.report.report_style import answer_features, style_block
-from konkord.stages.report.report_tasks import TaskSource, source_of, tasks_of
 from konkord.stages.report.report_views import cost_line, pass_rates_block
+from konkord.stages.report.task_source import TaskSource, task_source, tasks_of
 from konkord.stages.report.task_worker import TasksInProcess, pays
 
 __all__ = [
@@ -224,7 +224,7 @@ def report_parts(
         if cascade is not None and judge == cascade.plan.strong:
             records_by_judge[judge] = final_records(cascade)
             combined_by_judge[judge] = combine_verdicts(records_by_judge[judge])
-    source = source_of(spec, answers, combined_by_judge, labels, checks, features)
+    source = task_source(spec, answers, combined_by_judge, labels, checks, features)
     data = tasks_of(source)
     tasks: Iterator[R.TaskView | R.TaskData] = (
         data if cascade is None else mark_comparisons((task.view() for task in data), cascade)

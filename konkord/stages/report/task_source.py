@@ -1,12 +1,19 @@
-"""What the results file's tasks are made from, as plain data one pickle can carry to another
-process, and the tasks made from it one at a time (`konkord.results.files.TaskData`).
+"""The results file's tasks: each task's answers, every comparison with both orders, and the
+labels, as plain data in `TaskView`'s shape (`konkord.results.files.TaskData`), made one task at
+a time from a `TaskSource`, plain data one pickle can carry to another process.
+
+Building and validating a model per comparison and per order cost more than the rest of writing
+the tasks, and the data is typed by construction (every field comes from a record whose types
+the log checked on reading, or from the suite); a test holds it to the bytes the validated
+model writes.
 
 At 20 models x 1,000 tasks the tasks are 190,000 comparisons and 380,000 order verdicts, 168 MB
 of JSON: about two seconds of work that holds the interpreter. Made from a `TaskSource` they can
 be made in this process (a thread beside the figures) or in a worker process of their own
 (`task_worker`), by the same code, so the two give the same bytes. A judge's comparisons are
-held as lists, field by field; each order as a row of the log's columns (taken from them once
-for every judge), or, for a record read some other way, as the few fields a task shows.
+held field by field (the arrays of their columns, or lists); each order as a row of the log's
+columns (taken from them once for every judge), or, for a record read some other way, as the
+few fields a task shows.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from konkord.configuration.runspec import RunSpec
 from konkord.configuration.suite import Suite
 from konkord.evidence.combined_columns import columns_of
 from konkord.evidence.log import Record
@@ -128,23 +136,23 @@ class TaskSource:
 
 
 def task_source(
-    suite: Suite,
-    models: Sequence[str],
+    spec: RunSpec,
     answers: dict[tuple[str, str], Record],
     combined_by_judge: Mapping[str, list[CombinedVerdict]],
     labels: list[Record],
     checks: dict[tuple[str, str, str], Record],
     features: dict[tuple[str, str], dict[str, int]] | None = None,
 ) -> TaskSource:
-    """The tasks' source: each judge's combined verdicts taken apart into lists (from their
-    columns where the list has them, else verdict by verdict)."""
+    """What the run's tasks are made from: each judge's combined verdicts taken apart field
+    by field (as the arrays of their columns where the list has them, else verdict by
+    verdict)."""
     tables: list[VerdictTable] = []
     comparisons = [
         _comparisons(judge, combined, tables) for judge, combined in combined_by_judge.items()
     ]
     orders = OrderColumns.of(tables[0]) if tables else None
     return TaskSource(
-        suite, tuple(models), answers, comparisons, orders, labels, checks, features
+        spec.suite, spec.models, answers, comparisons, orders, labels, checks, features
     )
 
 
