@@ -115,6 +115,21 @@ def test_a_worker_that_dies_fails_the_report_and_the_previous_results_stand(
     assert snapshot(project / "results") == before  # no staging folder left, nothing changed
 
 
+def test_a_worker_that_cannot_start_leaves_the_tasks_to_a_thread(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    expected = report_files(project)  # by the worker
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(task_worker.subprocess, "Popen", no_process)
+    assert report_files(project) == expected
+    assert [type(m).__name__ for m in started] == ["TasksInProcess", "TasksInBackground"]
+
+
 def test_an_error_in_the_worker_is_raised_here(
     project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
 ) -> None:

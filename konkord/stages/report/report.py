@@ -155,9 +155,12 @@ def write_report(
 
     def start(tasks: Iterator[R.TaskView | R.TaskData], source: TaskSource | None) -> None:
         if source is not None and pays(source):
-            pending.append(TasksInProcess(path, spec.name, source))
-        else:
-            pending.append(TasksInBackground(path, spec.name, tasks))
+            try:
+                pending.append(TasksInProcess(path, spec.name, source))
+                return
+            except OSError:  # no process to be had (a limit on processes or files): a thread
+                pass
+        pending.append(TasksInBackground(path, spec.name, tasks))
 
     with no_gc():
         try:
