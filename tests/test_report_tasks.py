@@ -20,7 +20,7 @@ from konkord.results import files as results_files
 from konkord.results.schema import TaskData, TaskView, read_results
 from konkord.stages.current import good_answers
 from konkord.stages.report.report import ReportOptions, report_parts, write_report
-from konkord.stages.report.report_tasks import task_data
+from konkord.stages.report.task_source import task_source, tasks_of
 
 FAST = ReportOptions(resamples=20, seed=1)
 DEMOS = ["demo-conversations", "demo-python-codegen", "demo-support-replies"]
@@ -137,7 +137,7 @@ def test_rows_of_the_logs_columns_and_plain_records_give_the_same_tasks(project:
     assert {type(c.orders).__name__ for c in from_rows} == {"OrderPair"}
     assert {type(c.orders).__name__ for c in from_dicts} == {"dict"}
     made = [
-        [task.json() for task in task_data(spec, answers, {"judge/j1": combined}, [], {})]
+        [task.json() for task in tasks_of(task_source(spec, answers, {"judge/j1": combined}, [], {}))]
         for combined in (from_rows, from_dicts)
     ]
     assert made[0] == made[1]

@@ -23,6 +23,7 @@ import konkord.evidence.parse as evidence_parse
 from konkord.cli import cli
 from konkord.errors import KonkordError
 from konkord.evidence import verdict_split
+from konkord.evidence import workers as worker_processes
 from konkord.evidence.log import EvidenceLog, TornLineWarning
 from konkord.evidence.verdict_rows import VerdictTable
 from konkord.evidence.verdict_table import TABLES, verdict_table
@@ -40,7 +41,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
         return popen(args, **kwargs)
 
     monkeypatch.setattr(verdict_split, "SPLIT_BYTES", 0)
-    monkeypatch.setattr(verdict_split, "others_running", lambda: 0)  # however busy the machine
+    monkeypatch.setattr(worker_processes, "others_running", lambda: 0)  # however busy the machine
     monkeypatch.setattr(verdict_split, "WORKER_CHUNK_BYTES", 2000)
     monkeypatch.setattr(evidence_parse, "CHUNK_BYTES", 3000)
     monkeypatch.setattr(verdict_split.subprocess, "Popen", spied)
@@ -143,9 +144,9 @@ def test_the_split_is_used_for_a_large_log_when_a_core_is_free(
     monkeypatch: pytest.MonkeyPatch, size: int, cores: int, others: int | None, load: float,
     split: bool,
 ) -> None:  # fmt: skip
-    monkeypatch.setattr(verdict_split.os, "sched_getaffinity", lambda _: set(range(cores)))
-    monkeypatch.setattr(verdict_split, "others_running", lambda: others)
-    monkeypatch.setattr(verdict_split.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(worker_processes.os, "sched_getaffinity", lambda _: set(range(cores)))
+    monkeypatch.setattr(worker_processes, "others_running", lambda: others)
+    monkeypatch.setattr(worker_processes.os, "getloadavg", lambda: (load, load, load))
     assert verdict_split.splits(size) is split
 
 
@@ -156,7 +157,7 @@ def test_a_busy_process_elsewhere_counts() -> None:
         seen = []
         for _ in range(20):
             time.sleep(0.05)
-            seen.append(verdict_split.others_running())
+            seen.append(worker_processes.others_running())
     finally:
         busy.kill()
         busy.wait()
@@ -166,14 +167,14 @@ def test_a_busy_process_elsewhere_counts() -> None:
 def test_this_processs_own_running_threads_are_not_others() -> None:
     loadavg = "1.52 0.98 0.40 4/312 20611\n"
     stats = ["20600 (python) R 1 2 3", "20601 (py (x) thread) S 1 2", "20602 (hash) R 1 2"]
-    assert verdict_split.others_in(loadavg, stats) == 2
-    assert verdict_split.others_in("0.1 0.1 0.1 1/300 5", stats) == 0
+    assert worker_processes.others_in(loadavg, stats) == 2
+    assert worker_processes.others_in("0.1 0.1 0.1 1/300 5", stats) == 0
 
 
 def test_a_busy_machine_parses_in_this_process_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: list[list[str]]
 ) -> None:
-    monkeypatch.setattr(verdict_split, "others_running", lambda: 1)
+    monkeypatch.setattr(worker_processes, "others_running", lambda: 1)
     log = messy_log(tmp_path)
     assert rows(verdict_table(log)) == log.records("verdicts")
     assert workers == []

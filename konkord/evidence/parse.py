@@ -7,6 +7,7 @@ which re-exports these names.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TypeVar, runtime_checkable
@@ -62,7 +63,8 @@ class Collector(Protocol[T_co]):
     """What a stream's records are gathered into as its chunks are parsed. One with a true
     `checks_fields` attribute checks the types of the known fields itself while it takes the
     records apart (raising `WrongField`), so the reader's own record-by-record check is
-    skipped."""
+    skipped. One with a `decode` method parses each chunk (a JSON array) into records of its
+    own kind where it can (None where it cannot: then into dicts, as for any collector)."""
 
     def add(self, records: list[Record], chunk: bytes, start: int) -> None:
         """The records of `chunk`, whole lines beginning at byte `start` of the file."""
@@ -97,6 +99,7 @@ def parse_stream(path: Path, handle: Reader, size: int, into: Collector[Any]) ->
     rest = b""
     left = size
     checked = bool(getattr(into, "checks_fields", False))
+    decode = getattr(into, "decode", None)
     while left > 0:
         data = handle.read(min(CHUNK_BYTES, left))
         if not data:
@@ -109,13 +112,13 @@ def parse_stream(path: Path, handle: Reader, size: int, into: Collector[Any]) ->
         # the chunk made in one copy (slicing, then joining, would copy it twice)
         chunk = data if not rest and end == len(data) else b"".join((rest, memoryview(data)[:end]))
         rest = data[end:]
-        records, lines = _parse_chunk(path, chunk, lines_before, check=not checked)
+        records, lines = _parse_chunk(path, chunk, lines_before, not checked, decode)
         _add(into, path, records, chunk, start, lines_before)
         lines_before += lines
         start += len(chunk)
     torn = bool(rest.strip()) and not parses_as_record(rest)
     if rest.strip() and not torn:  # a whole record that lost its newline
-        records, _ = _parse_chunk(path, rest + b"\n", lines_before, check=not checked)
+        records, _ = _parse_chunk(path, rest + b"\n", lines_before, not checked, decode)
         _add(into, path, records, rest, start, lines_before)
     return torn
 
@@ -128,19 +131,36 @@ def _add(
     try:
         into.add(records, chunk, start)
     except WrongField:
+        if records and type(records[0]) is not dict:  # decoded by the collector: as dicts
+            records, _ = _parse_chunk(path, chunk, lines_before)
         _raise_wrong_field(path, records, chunk, lines_before)
         raise  # the collector saw a wrong type the check does not: not expected
 
 
 def _parse_chunk(
-    path: Path, chunk: bytes, lines_before: int, check: bool = True
+    path: Path,
+    chunk: bytes,
+    lines_before: int,
+    check: bool = True,
+    decode: Callable[[bytearray], list[Any] | None] | None = None,
 ) -> tuple[list[Record], int]:
     """The records of a chunk of whole lines, the first `lines_before` lines into the file,
     and the number of lines the chunk has (blank ones too); their fields' types checked
-    unless `check` is False (the collector checks them)."""
+    unless `check` is False (the collector checks them). A collector's own `decode` is tried
+    first (it returns None for anything it does not take), then the plain parse to dicts."""
     newlines = _newlines(chunk)
     lines = len(newlines)
-    parsed = _parse_array(_as_array(chunk, newlines)) if chunk and not chunk.isspace() else []
+    parsed: Any = None
+    if chunk and not chunk.isspace():
+        array = _as_array(chunk, newlines)
+        parsed = decode(array) if decode is not None else None
+        if parsed is not None:  # one object per line, each of the collector's own kind
+            if len(parsed) != lines - _trailing(chunk) + 1:
+                _name_bad_line(path, chunk, lines_before)  # a line of more than one record
+            return parsed, lines
+        parsed = _parse_array(array)
+    else:
+        parsed = []
     if parsed and len(parsed) != lines - _trailing(chunk) + 1:
         _name_bad_line(path, chunk, lines_before)  # a line of more than one record
     if parsed is None:  # blank lines, or a record that is not JSON

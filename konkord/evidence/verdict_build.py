@@ -7,10 +7,11 @@ columns as a message another process can send (the log parsed in two processes,
 from __future__ import annotations
 
 from itertools import repeat
-from operator import is_not
+from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from konkord.evidence.fields import FIELD_TYPES, check_fields
@@ -38,7 +39,7 @@ from konkord.evidence.verdict_rows import (
     VerdictTable,
 )
 
-__all__ = ["ColumnBuilder"]
+__all__ = ["ColumnBuilder", "VerdictLine", "decode_lines"]
 
 
 class ColumnBuilder:
@@ -63,6 +64,10 @@ class ColumnBuilder:
         self.count = 0
 
     checks_fields = True  # the types of the known fields, checked column by column
+
+    def decode(self, array: bytearray) -> list[Any] | None:
+        """A chunk's records as `VerdictLine`s where msgspec takes them (`decode_lines`)."""
+        return decode_lines(array)
 
     def add(self, records: list[Record], chunk: bytes, start: int) -> None:
         """The records parsed from `chunk` (whole lines beginning at byte `start`), a field at
@@ -140,6 +145,9 @@ class ColumnBuilder:
             _check(name, set(map(type, values)), kinds=True)
             has = map(is_not, values, repeat(MISSING, count))
             self.files[name].append(np.fromiter(has, dtype=bool, count=count))
+        if records and type(records[0]) is not dict:  # VerdictLines hold known fields only
+            self.count += len(records)
+            return
         known = np.fromiter(map(KNOWN.issuperset, records), dtype=bool, count=count)
         unknown = np.flatnonzero(~known).tolist()
         if check_fields("verdicts", [records[n] for n in unknown]) is not None:
@@ -316,11 +324,39 @@ def _all_short_ascii(values: list[Any]) -> bool:
     return joined.isascii() and "\0" not in joined and max(map(len, values)) <= 64
 
 
-def _field(records: list[Record], name: str) -> list[Any]:
-    """Field `name` of every record (`MISSING` where absent), asked in C: no Python frame per
-    record."""
+def _field(records: list[Any], name: str) -> list[Any]:
+    """Field `name` of every record, dict or `VerdictLine` (`MISSING` where absent), asked in
+    C: no Python frame per record."""
     count = len(records)
+    if records and type(records[0]) is not dict:
+        return list(map(attrgetter(name), records))
     return list(map(dict.get, records, repeat(name, count), repeat(MISSING, count)))
+
+
+# A verdict record as msgspec decodes it: every field the columns hold, any JSON value (the
+# builder checks the types, as for a dict), absent as `MISSING`; the raw replies, which only
+# the file keeps, text or null (msgspec checks). A record with a field not named here is
+# refused (`decode` then returns None), so none is dropped unseen; so is anything msgspec reads
+# otherwise than `json.loads` would (NaN, a lone surrogate escape, a number out of range).
+# Decoding a chunk this way takes a third of the time pydantic-core takes to make it dicts
+# (0.47 s against 1.53 s for the 291 MB log of 20 models x 1,000 tasks, in one profile).
+VerdictLine = msgspec.defstruct(
+    "VerdictLine",
+    [(name, str | None if name in FROM_FILE else Any, MISSING) for name in sorted(KNOWN)],
+    forbid_unknown_fields=True,
+)
+_LINES = msgspec.json.Decoder(list[VerdictLine])  # type: ignore[valid-type]  # (made above)
+
+
+def decode_lines(array: bytearray) -> list[Any] | None:
+    """A chunk's records (a JSON array of objects) as `VerdictLine`s, or None where it holds
+    anything else (a field no column holds, text msgspec reads otherwise than json): then
+    parsed into dicts as any stream is."""
+    try:
+        records: list[Any] = _LINES.decode(array)
+    except msgspec.MsgspecError:
+        return None
+    return records
 
 
 # A number's state by the type of its value (`MISSING`, an absent field, is a plain object; the

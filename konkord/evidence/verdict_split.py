@@ -26,10 +26,10 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-import konkord
 from konkord.evidence import parse as evidence_parse
 from konkord.evidence.parse import Reader, parse_stream
-from konkord.evidence.verdict_build import ColumnBuilder
+from konkord.evidence.verdict_build import ColumnBuilder, decode_lines
+from konkord.evidence.workers import core_free, worker_env
 
 # Logs smaller than this are parsed here alone (starting a worker costs about 0.2 s of CPU);
 # tests make it small.
@@ -86,7 +86,7 @@ def _start(path: Path, fd: int, half: int, size: int) -> _Worker | None:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             pass_fds=(fd,),
-            env=_worker_env(),
+            env=worker_env(),
         )  # fmt: skip
     except OSError:
         return None
@@ -185,49 +185,10 @@ def stop_early() -> None:
 
 def splits(size: int) -> bool:
     """Whether a log of `size` bytes is parsed in two processes: when it is at least
-    `SPLIT_BYTES`, this process may run on two cores or more, and one is free for the worker
-    now: no more threads of other processes running or waiting for a core than leave one
-    beside this process (`others_running`; where that is not known, the load average of the
-    last minute below the cores less one). On a busy machine the worker only waits for a
-    core, and its start and the columns it sends cost about 0.4 s of CPU at 300 MB."""
-    if size < SPLIT_BYTES:
-        return False
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cores = os.cpu_count() or 1
-    if cores < 2:
-        return False
-    others = others_running()
-    if others is not None:
-        return others <= cores - 2
-    try:
-        return os.getloadavg()[0] < cores - 1
-    except OSError:  # not known: taken as busy
-        return False
-
-
-def others_running() -> int | None:
-    """Threads of other processes running or waiting for a core at this moment (Linux: the
-    count in /proc/loadavg less this process's own running threads), or None where unknown.
-    A moment's count, not an average: the previous command of a benchmark or a script, which
-    has ended, does not count, as it would for a minute in the load average."""
-    try:
-        loadavg = Path("/proc/loadavg").read_text()
-        with os.scandir("/proc/self/task") as tasks:
-            states = [Path(task.path, "stat").read_text() for task in tasks]
-        return others_in(loadavg, states)
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def others_in(loadavg: str, thread_stats: list[str]) -> int:
-    """Threads of other processes running, from the text of /proc/loadavg (its fourth field:
-    running/all) and of /proc/self/task/*/stat (the state follows the command's closing
-    parenthesis; R for running)."""
-    running = int(loadavg.split()[3].split("/")[0])
-    mine = sum(stat[stat.rindex(")") + 2] == "R" for stat in thread_stats)
-    return max(running - mine, 0)
+    `SPLIT_BYTES` and a core is free for the worker now (`workers.core_free`). On a busy
+    machine the worker only waits for a core, and its start and the columns it sends cost
+    about 0.4 s of CPU at 300 MB."""
+    return size >= SPLIT_BYTES and core_free()
 
 
 def _line_start(fd: int, at: int, size: int) -> int | None:
@@ -242,13 +203,6 @@ def _line_start(fd: int, at: int, size: int) -> int | None:
             return start if start < size else None
         at += len(window)
     return None
-
-
-def _worker_env() -> dict[str, str]:
-    """The environment with this konkord found first, wherever it was imported from."""
-    root = str(Path(konkord.__file__).resolve().parent.parent)
-    found = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=root if not found else os.pathsep.join((root, found)))
 
 
 def _receive(stream: IO[bytes], messages: deque[tuple[str, Any]]) -> None:
@@ -272,6 +226,10 @@ class _Sender:
     def __init__(self, out: IO[bytes], base: int) -> None:
         self.out = out
         self.base = base
+
+    def decode(self, array: bytearray) -> list[Any] | None:
+        """A chunk decoded as the builder decodes it (`verdict_build.decode_lines`)."""
+        return decode_lines(array)
 
     def add(self, records: list[dict[str, Any]], chunk: bytes, start: int) -> None:
         builder = ColumnBuilder()

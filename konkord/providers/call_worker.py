@@ -15,30 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import signal
 import sys
 import traceback
 from typing import Any
 
+from konkord.evidence.workers import die_with_parent
 from konkord.providers.call_pool import PARENT_ENV, Outbox, read_frame, read_frames
 from konkord.providers.llm import ModelClient
 from konkord.providers.loading import RemoteCallError, keep_litellm_warnings_quiet, load_litellm
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """SIGKILL this process when its parent dies (Linux), and exit now if it already has."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the closed input pipe still ends the worker
-    parent = os.environ.get(PARENT_ENV)
-    if parent and os.getppid() != int(parent):
-        os._exit(1)
 
 
 async def _serve(out: int) -> None:
@@ -78,7 +64,8 @@ async def _serve(out: int) -> None:
 def main() -> None:
     """Serve calls until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
+    parent = os.environ.get(PARENT_ENV)
+    die_with_parent(int(parent) if parent else None)
     out = os.dup(1)  # the replies' pipe
     os.dup2(2, 1)  # whatever else prints lands on stderr
     sys.stdout = sys.stderr

@@ -38,6 +38,7 @@ from konkord.results.tasks import TaskFiles, TaskView
 
 __all__ = [
     "INLINE_TASKS_MAX",
+    "StagedTasks",
     "TaskData",
     "TaskShelf",
     "TasksHolder",
@@ -87,7 +88,7 @@ def task_folder(path: Path, run: str) -> Path:
 def dump_results(
     results: TasksHolder,
     path: Path,
-    tasks: Iterable[TaskView | TaskData] | TasksInBackground | None = None,
+    tasks: Iterable[TaskView | TaskData] | StagedTasks | None = None,
 ) -> bytes:
     """The results file's bytes, writing the task files first when the tasks are large.
 
@@ -96,10 +97,10 @@ def dump_results(
     fit under INLINE_TASKS_MAX. `tasks`, when given, stands for `results.tasks`: made one at a
     time by the report, each task is written and let go before the next is made; a task given
     as `TaskData` is written as it is, and validated only if it stays in the file. Tasks
-    already being written in the background (`TasksInBackground`) are waited for.
+    already being written elsewhere (`StagedTasks`) are waited for.
     """
     folder = task_folder(path, results.run)
-    if isinstance(tasks, TasksInBackground):
+    if isinstance(tasks, StagedTasks):
         written = tasks.result()
         if written.sha256 is not None:
             tasks.move_in(folder, written.ids)
@@ -127,7 +128,7 @@ class TasksWritten(NamedTuple):
 
 
 class Stopped(Exception):
-    """The task files were being written for a report that stopped (see TasksInBackground)."""
+    """The task files were being written for a report that stopped (see StagedTasks)."""
 
 
 def write_tasks(
@@ -136,10 +137,12 @@ def write_tasks(
     tasks: Iterable[TaskView | TaskData],
     stop: threading.Event | None = None,
     staging: Path | None = None,
+    inline_max: int | None = None,
 ) -> TasksWritten:
-    """Each task serialised in turn; held while they all fit under INLINE_TASKS_MAX, else each
-    written to its file in the results' task folder (or in `staging`, from where
-    `dump_results` moves them in). Raises Stopped once `stop` is set."""
+    """Each task serialised in turn; held while they all fit under `inline_max` (by default
+    INLINE_TASKS_MAX), else each written to its file in the results' task folder (or in
+    `staging`, from where `dump_results` moves them in). Raises Stopped once `stop` is set."""
+    limit = INLINE_TASKS_MAX if inline_max is None else inline_max
     held: list[tuple[TaskView | TaskData, bytes]] = []
     ids: list[str] = []
     size = 0
@@ -155,7 +158,7 @@ def write_tasks(
                 else task.model_dump_json(indent=1).encode()
             )
             ids.append(task.id)
-            if writer is None and size + len(data) > INLINE_TASKS_MAX:
+            if writer is None and size + len(data) > limit:
                 folder.mkdir(parents=True, exist_ok=True)
                 writer = _TaskWriter(folder)
                 for earlier, held_data in held:
@@ -173,31 +176,20 @@ def write_tasks(
     return TasksWritten(held, ids, sha256)
 
 
-class TasksInBackground:
-    """A report's tasks made, serialised and written (`write_tasks`) on a thread of their own
-    while the report computes its figures: the tasks need only the verdicts, the figures'
-    statistics let go of the interpreter in numpy, so the two share the machine's cores.
-
-    The task files go to a staging folder beside the results file, moved into the task
-    folder only when the results are written (`dump_results`): a report that stops (its
-    figures fail, Ctrl-C) leaves the previous results and their task files as they were, and
-    a killed one leaves a temporary folder that the next report into that folder removes.
-    `result` waits for the tasks; `stop` makes the thread stop at the next task, waits, and
+class StagedTasks:
+    """A report's tasks being made, serialised and written elsewhere (a thread, or a worker
+    process) while the report computes its figures, into a staging folder beside the results
+    file, moved into the task folder only when the results are written (`dump_results`): a
+    report that stops (its figures fail, Ctrl-C) leaves the previous results and their task
+    files as they were, and a killed one leaves a temporary folder that the next report into
+    that folder removes. `result` waits for the tasks; `stop` stops making them, waits, and
     removes the staging folder."""
 
-    def __init__(self, path: Path, run: str, tasks: Iterable[TaskView | TaskData]) -> None:
+    def __init__(self, path: Path, run: str) -> None:
         folder = task_folder(path, run)
         folder.parent.mkdir(parents=True, exist_ok=True)
         sweep_stale_tmp(folder.parent)  # what a killed report left
         self.staging = temporary_name(folder)
-        self._stop = threading.Event()
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-task-files")
-        try:
-            self._future = pool.submit(
-                write_tasks, path, run, tasks, self._stop, self.staging
-            )
-        finally:
-            pool.shutdown(wait=False)  # the thread ends when the tasks are written
 
     def move_in(self, folder: Path, ids: list[str]) -> None:
         """The staged task files moved into `folder` (replacing files of the same task)."""
@@ -208,12 +200,35 @@ class TasksInBackground:
         shutil.rmtree(self.staging, ignore_errors=True)
 
     def result(self) -> TasksWritten:
-        """The tasks written (an error of the thread is raised here)."""
+        """The tasks written (an error met while making them is raised here)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop making tasks, wait, and remove the staging folder (whatever the making raised
+        is dropped: the report is stopping for a reason of its own)."""
+        raise NotImplementedError
+
+
+class TasksInBackground(StagedTasks):
+    """Tasks made and written (`write_tasks`) on a thread of their own: the tasks need only
+    the verdicts, the figures' statistics let go of the interpreter in numpy, so the two share
+    the machine's cores."""
+
+    def __init__(self, path: Path, run: str, tasks: Iterable[TaskView | TaskData]) -> None:
+        super().__init__(path, run)
+        self._stop = threading.Event()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-task-files")
+        try:
+            self._future = pool.submit(
+                write_tasks, path, run, tasks, self._stop, self.staging
+            )
+        finally:
+            pool.shutdown(wait=False)  # the thread ends when the tasks are written
+
+    def result(self) -> TasksWritten:
         return self._future.result()
 
     def stop(self) -> None:
-        """Stop making tasks and wait for the thread (whatever it raised is dropped: the
-        report is stopping for a reason of its own)."""
         self._stop.set()
         with contextlib.suppress(BaseException):  # the report's own error is the one raised
             self._future.result()

@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
 from konkord.results.base import Claim, Interval, Proportion, Strict
-from konkord.results.files import TaskData, TasksInBackground, dump_results, load_tasks
+from konkord.results.files import StagedTasks, TaskData, dump_results, load_tasks
 from konkord.results.judging import (
     AnchoredHoldout,
     AnchoredRanking,
@@ -280,7 +280,7 @@ def read_results(path: Path | str, tasks: bool = True, lazy: bool = False) -> Re
 def write_results(
     results: Results,
     path: Path | str,
-    tasks: Iterable[TaskView | TaskData] | TasksInBackground | None = None,
+    tasks: Iterable[TaskView | TaskData] | StagedTasks | None = None,
 ) -> None:
     """Write a results file atomically (a crash never leaves half a file); a large run's tasks
     go to a file each beside it (konkord/results/files.py). Serialised by pydantic straight to

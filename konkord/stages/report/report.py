@@ -28,7 +28,7 @@ from konkord.evidence.verdicts import (
 )
 from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
-from konkord.results.files import TasksInBackground
+from konkord.results.files import StagedTasks, TasksInBackground
 from konkord.results.schema import write_results
 from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.calibrate.methods import describe
@@ -49,8 +49,9 @@ from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stages.report.report_style import answer_features, style_block
-from konkord.stages.report.report_tasks import task_data
 from konkord.stages.report.report_views import cost_line, pass_rates_block
+from konkord.stages.report.task_source import TaskSource, task_source, tasks_of
+from konkord.stages.report.task_worker import TasksInProcess, pays
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -148,10 +149,17 @@ def write_report(
     hundred cycles. Memory is let go by reference counting as before.
 
     The tasks are made and written on a thread of their own from the moment the verdicts are
-    combined, while the figures are computed (`TasksInBackground`)."""
-    pending: list[TasksInBackground] = []
+    combined, while the figures are computed: in a worker process of their own where that
+    pays (`task_worker`), else on a thread (`TasksInBackground`)."""
+    pending: list[StagedTasks] = []
 
-    def start(tasks: Iterator[R.TaskView | R.TaskData]) -> None:
+    def start(tasks: Iterator[R.TaskView | R.TaskData], source: TaskSource | None) -> None:
+        if source is not None and pays(source):
+            try:
+                pending.append(TasksInProcess(path, spec.name, source))
+                return
+            except OSError:  # no process to be had (a limit on processes or files): a thread
+                pass
         pending.append(TasksInBackground(path, spec.name, tasks))
 
     with no_gc():
@@ -177,13 +185,15 @@ def _in_background(work: Callable[..., T], *args: Any) -> Future[T]:
 def report_parts(
     spec: RunSpec,
     options: ReportOptions = DEFAULT_OPTIONS,
-    tasks_ready: Callable[[Iterator[R.TaskView | R.TaskData]], None] | None = None,
+    tasks_ready: Callable[[Iterator[R.TaskView | R.TaskData], TaskSource | None], None]
+    | None = None,
     digest: str | None = None,
 ) -> tuple[R.Results, Iterator[R.TaskView | R.TaskData]]:
     """The results without their tasks, and the tasks to be made one at a time (as plain data,
     or as models where a cascade marks its comparisons on them). `tasks_ready`, if given, is
-    handed the tasks as soon as they can be made, before the figures are computed; `digest`,
-    the inputs' digest if the caller has it."""
+    handed the tasks as soon as they can be made, before the figures are computed, with what
+    they are made from (None where a cascade marks them: they are made here); `digest`, the
+    inputs' digest if the caller has it."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
@@ -217,12 +227,13 @@ def report_parts(
         if cascade is not None and judge == cascade.plan.strong:
             records_by_judge[judge] = final_records(cascade)
             combined_by_judge[judge] = combine_verdicts(records_by_judge[judge])
-    data = task_data(spec, answers, combined_by_judge, labels, checks, features)
+    source = task_source(spec, answers, combined_by_judge, labels, checks, features)
+    data = tasks_of(source)
     tasks: Iterator[R.TaskView | R.TaskData] = (
         data if cascade is None else mark_comparisons((task.view() for task in data), cascade)
     )
     if tasks_ready is not None:
-        tasks_ready(tasks)
+        tasks_ready(tasks, source if cascade is None else None)
     blocks = []
     by_model: dict[str, list[Record]] = {m: [] for m in spec.models}
     for (_, model), answer in answers.items():  # grouped once, not scanned once per model

@@ -1,5 +1,5 @@
 """The descriptive parts of the results file: cost per model and judge, and pass rates of
-executed checks (the per-task views are in `report_tasks`)."""
+executed checks (the per-task views are in `task_source`)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,382 @@
+"""The results file's tasks: each task's answers, every comparison with both orders, and the
+labels, as plain data in `TaskView`'s shape (`konkord.results.files.TaskData`), made one task at
+a time from a `TaskSource`, plain data one pickle can carry to another process.
+
+Building and validating a model per comparison and per order cost more than the rest of writing
+the tasks, and the data is typed by construction (every field comes from a record whose types
+the log checked on reading, or from the suite); a test holds it to the bytes the validated
+model writes.
+
+At 20 models x 1,000 tasks the tasks are 190,000 comparisons and 380,000 order verdicts, 168 MB
+of JSON: about two seconds of work that holds the interpreter. Made from a `TaskSource` they can
+be made in this process (a thread beside the figures) or in a worker process of their own
+(`task_worker`), by the same code, so the two give the same bytes. A judge's comparisons are
+held field by field (the arrays of their columns, or lists); each order as a row of the log's
+columns (taken from them once for every judge), or, for a record read some other way, as the
+few fields a task shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from konkord.configuration.runspec import RunSpec
+from konkord.configuration.suite import Suite
+from konkord.evidence.combined_columns import columns_of
+from konkord.evidence.log import Record
+from konkord.evidence.verdict_rows import VerdictRow, VerdictTable
+from konkord.evidence.verdicts import CombinedVerdict, OrderPair
+from konkord.results.files import TaskData
+
+# The fields of an order verdict a task shows, as the log's columns hold them.
+VIEW_FIELDS = ("position_winner", "winner", "rationale", "kind", "reason", "detail")
+
+# An order of a comparison: a row of the shared columns, its fields (a record read some other
+# way), or None where the order was not judged.
+OrderRef = int | dict[str, Any] | None
+# A field of a judge's comparisons: a list, or a numpy array (codes, flags or rows).
+FieldValues = Any
+
+
+@dataclass
+class OrderColumns:
+    """The shown fields of every record of the verdict log, one list per field (`VIEW_FIELDS`),
+    each a list of references to the log's few distinct values (or its texts)."""
+
+    fields: dict[str, list[Any]]
+
+    @classmethod
+    def of(cls, table: VerdictTable) -> OrderColumns:
+        return cls({name: table.column(name) for name in VIEW_FIELDS})
+
+
+@dataclass
+class JudgeComparisons:
+    """One judge's combined verdicts, field by field in the combined list's order: as lists,
+    or, taken from the list's columns, as the arrays it already holds (the task and models as
+    codes into `values`, the orders as rows, -1 where missing), made lists by `lists` only
+    where the tasks are made."""
+
+    judge: str
+    task_id: FieldValues
+    model_a: FieldValues
+    model_b: FieldValues
+    winner: list[str | None]
+    flipped: FieldValues
+    complete: FieldValues
+    ab: FieldValues
+    ba: FieldValues
+    values: list[Any] | None = None  # the log's values, where the fields are its codes
+
+    def __len__(self) -> int:
+        return len(self.task_id)
+
+    def rows_by_task(self) -> dict[str, Any]:
+        """Each task's comparisons (their places, in order): an array of them where the
+        fields are arrays, else a list."""
+        if self.values is None:
+            found: dict[str, list[int]] = {}
+            for n, task_id in enumerate(self.task_id):
+                found.setdefault(task_id, []).append(n)
+            return found
+        import numpy as np
+
+        order = np.argsort(self.task_id, kind="stable")
+        codes = self.task_id[order]
+        starts = np.flatnonzero(np.diff(codes, prepend=-1))
+        ends = np.append(starts[1:], len(codes))
+        return {
+            self.values[code]: order[start:end]
+            for code, start, end in zip(
+                codes[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+            )
+        }
+
+    def take(self, rows: Any) -> tuple[list[Any], ...]:
+        """(model_a, model_b, winner, flipped, complete, ab, ba) of the comparisons at `rows`,
+        each a list; an order a row of the shared columns, its fields, or None."""
+        if self.values is None:
+            return tuple(
+                [field[n] for n in rows]
+                for field in (self.model_a, self.model_b, self.winner, self.flipped,
+                              self.complete, self.ab, self.ba)
+            )  # fmt: skip
+        pick = self.values.__getitem__
+        winner = self.winner
+        return (
+            list(map(pick, self.model_a[rows].tolist())),
+            list(map(pick, self.model_b[rows].tolist())),
+            [winner[n] for n in rows.tolist()],
+            self.flipped[rows].tolist(),
+            self.complete[rows].tolist(),
+            *([None if row < 0 else row for row in orders[rows].tolist()]
+              for orders in (self.ab, self.ba)),
+        )  # fmt: skip
+
+
+@dataclass
+class TaskSource:
+    """Everything the tasks are made from (see the module's docstring)."""
+
+    suite: Suite
+    models: tuple[str, ...]
+    answers: dict[tuple[str, str], Record]
+    comparisons: list[JudgeComparisons]
+    orders: OrderColumns | None
+    labels: list[Record]
+    checks: dict[tuple[str, str, str], Record]
+    features: dict[tuple[str, str], dict[str, int]] | None
+
+    @property
+    def size(self) -> int:
+        """How many comparisons the tasks hold."""
+        return sum(len(judged) for judged in self.comparisons)
+
+
+def task_source(
+    spec: RunSpec,
+    answers: dict[tuple[str, str], Record],
+    combined_by_judge: Mapping[str, list[CombinedVerdict]],
+    labels: list[Record],
+    checks: dict[tuple[str, str, str], Record],
+    features: dict[tuple[str, str], dict[str, int]] | None = None,
+) -> TaskSource:
+    """What the run's tasks are made from: each judge's combined verdicts taken apart field
+    by field (as the arrays of their columns where the list has them, else verdict by
+    verdict)."""
+    tables: list[VerdictTable] = []
+    comparisons = [
+        _comparisons(judge, combined, tables) for judge, combined in combined_by_judge.items()
+    ]
+    orders = OrderColumns.of(tables[0]) if tables else None
+    return TaskSource(
+        spec.suite, spec.models, answers, comparisons, orders, labels, checks, features
+    )
+
+
+def _comparisons(
+    judge: str, combined: list[CombinedVerdict], tables: list[VerdictTable]
+) -> JudgeComparisons:
+    """One judge's combined verdicts as lists; `tables` holds the one table whose rows are
+    given by number (found here if it is empty)."""
+    winner = [c.winner for c in combined]
+    columns = columns_of(combined)
+    table = _table_of(combined) if columns is not None else None
+    if columns is not None and table is not None and (not tables or tables[0] is table):
+        if not tables:
+            tables.append(table)
+        return JudgeComparisons(
+            judge, columns.task, columns.model_a, columns.model_b, winner, columns.flipped,
+            columns.complete, columns.ab, columns.ba, columns.values,
+        )  # fmt: skip
+    ab: list[OrderRef] = []
+    ba: list[OrderRef] = []
+    for c in combined:
+        pair = c.orders
+        if type(pair) is OrderPair:
+            first, second = pair.ab, pair.ba
+        else:
+            first, second = pair.get("ab"), pair.get("ba")
+        ab.append(_order_ref(first, tables))
+        ba.append(_order_ref(second, tables))
+    return JudgeComparisons(
+        judge,
+        [c.task_id for c in combined],
+        [c.model_a for c in combined],
+        [c.model_b for c in combined],
+        winner,
+        [c.flipped for c in combined],
+        [c.complete for c in combined],
+        ab,
+        ba,
+    )
+
+
+def _table_of(combined: list[CombinedVerdict]) -> VerdictTable | None:
+    """The table the orders' rows belong to (the first verdict's), if they are rows."""
+    for c in combined:
+        pair = c.orders
+        for verdict in (pair.ab, pair.ba) if type(pair) is OrderPair else pair.values():
+            if type(verdict) is VerdictRow:
+                return verdict.table
+            if verdict is not None:
+                return None
+    return None
+
+
+def _order_ref(verdict: Mapping[str, Any] | None, tables: list[VerdictTable]) -> OrderRef:
+    """An order as a row of the shared table where it is one, else as its shown fields."""
+    if verdict is None:
+        return None
+    if type(verdict) is VerdictRow:
+        if not tables:
+            tables.append(verdict.table)
+        if verdict.table is tables[0]:
+            return verdict.index
+    return {name: verdict.get(name) for name in VIEW_FIELDS}
+
+
+def tasks_of(source: TaskSource) -> Iterator[TaskData]:
+    """Each task's view (its answers, every comparison with both orders, the labels) as plain
+    data in `TaskView`'s shape, made one at a time as the results file is written: at 20
+    models x 1,000 tasks they are 190,000 comparisons, which held together cost more memory
+    than the rest of the report."""
+    labels_by_item: dict[tuple[str, str, str], list[dict[str, str]]] = {}
+    for rec in source.labels:
+        if rec.get("winner") is None:
+            continue
+        key = (rec["task_id"], rec["model_a"], rec["model_b"])
+        labels_by_item.setdefault(key, []).append(
+            {"labeller": str(rec["labeller"]), "winner": str(rec["winner"])}
+        )
+    # Grouped by task once: scanning every verdict for each task is quadratic in the tasks
+    # (190 million visits at 20 models x 1,000 tasks); each task's fields taken as lists
+    # when it is made, so no list of every comparison's fields is held.
+    by_task = [(judged, judged.rows_by_task()) for judged in source.comparisons]
+    # The shared columns read at list speed, the loop below inline (a call per order verdict
+    # cost a fifth of writing the tasks).
+    fields = source.orders.fields if source.orders is not None else {}
+    position_winners, winners, rationales, kinds, reasons, details = (
+        fields.get(name, []) for name in VIEW_FIELDS
+    )
+    answers, checks, features = source.answers, source.checks, source.features
+    for task in source.suite.judged_tasks():
+        answer_views = [
+            _answer_view(task.id, model, task.checks, answer, checks, features)
+            for model in source.models
+            if (answer := answers.get((task.id, model))) is not None
+        ]
+        comparisons: list[dict[str, Any]] = []
+        for judged, rows_of in by_task:
+            rows = rows_of.get(task.id)
+            if rows is None:
+                continue
+            for model_a, model_b, winner, flipped, complete, ab, ba in zip(
+                *judged.take(rows), strict=True
+            ):
+                shown = []
+                for order, first, ref in (("ab", model_a, ab), ("ba", model_b, ba)):
+                    if ref is None:
+                        continue
+                    if isinstance(ref, dict):
+                        shown.append(_order_view(order, first, ref))
+                        continue
+                    i = ref
+                    shown.append(
+                        {
+                            "order": order,
+                            "shown_first": first,
+                            "position_winner": position_winners[i],
+                            "winner": winners[i],
+                            "rationale": rationales[i],
+                            "failure": None
+                            if kinds[i] == "verdict"
+                            else _failure(reasons[i], details[i]),
+                        }
+                    )
+                comparisons.append(
+                    {
+                        "judge": judged.judge,
+                        "model_a": model_a,
+                        "model_b": model_b,
+                        "winner": winner,
+                        "flipped": flipped,
+                        "complete": complete,
+                        "orders": shown,
+                        "labels": labels_by_item.get((task.id, model_a, model_b), []),
+                        "cascade": None,
+                    }
+                )
+        yield TaskData(
+            {
+                "id": task.id,
+                "prompt": task.prompt,
+                "reference": task.reference,
+                "tests": task.tests,
+                "answers": answer_views,
+                "comparisons": comparisons,
+                "turn": None,
+                "earlier": [],
+                **_conversation(source, task.id),
+            }
+        )
+
+
+def _answer_view(
+    task_id: str,
+    model: str,
+    task_checks: Sequence[str],
+    rec: Record,
+    checks: dict[tuple[str, str, str], Record],
+    features: dict[tuple[str, str], dict[str, int]] | None,
+) -> dict[str, Any]:
+    """One answer as `AnswerView` holds it (a number the log wrote as a whole number becomes
+    the float the model makes of it)."""
+    error = rec.get("error")
+    return {
+        "model": model,
+        "text": rec.get("text"),
+        "finish_reason": rec.get("finish_reason"),
+        "truncated": rec.get("finish_reason") == "length" and error is None,
+        "error": error,
+        "tokens_out": rec.get("tokens_out"),
+        "cost_usd": _float(rec.get("cost_usd")),
+        "latency_s": _float(rec.get("latency_s")),
+        "checks": [
+            {
+                "check": check,
+                "passed": bool(found.get("passed")),
+                "reason": found.get("reason"),
+                "sandbox": found.get("sandbox"),
+            }
+            for check in task_checks
+            if (found := checks.get((task_id, model, check))) is not None
+        ],
+        "style": (features or {}).get((task_id, model)),
+    }
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _order_view(order: str, shown_first: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """One order's verdict as `OrderVerdict` holds it, from its shown fields."""
+    return {
+        "order": order,
+        "shown_first": shown_first,
+        "position_winner": fields["position_winner"],
+        "winner": fields["winner"],
+        "rationale": fields["rationale"],
+        "failure": None
+        if fields["kind"] == "verdict"
+        else _failure(fields["reason"], fields["detail"]),
+    }
+
+
+def _failure(reason: Any, detail: Any) -> str:
+    """Why an order has no verdict, as the task page shows it."""
+    return f"{reason}: {detail or ''}".strip(": ")
+
+
+def _conversation(source: TaskSource, task_id: str) -> dict[str, Any]:
+    """A conversation's turn: which turn, and the turns before it with each model's reply."""
+    from konkord.configuration.turns import split_unit, unit_id
+
+    base, turn = split_unit(task_id)
+    if turn is None:
+        return {}
+    suite = source.suite
+    whole = next((t for t in suite.tasks if t.id == base and t.multi_turn), None)
+    if whole is None or task_id in {t.id for t in suite.tasks}:
+        return {}
+    earlier = []
+    for k, asked in enumerate(whole.turns[: turn - 1], start=1):
+        replies = {}
+        for model in source.models:
+            record = source.answers.get((unit_id(base, k), model))
+            replies[model] = None if record is None else record.get("text")
+        earlier.append({"turn": k, "prompt": asked.prompt, "replies": replies})
+    return {"turn": turn, "earlier": earlier}

@@ -1,0 +1,140 @@
+"""A large report's task files made in a worker process (`python -m
+konkord.stages.report.task_worker`) while this process computes the figures.
+
+On a thread beside the figures (`TasksInBackground`) the tasks share one interpreter with them:
+at 20 models x 1,000 tasks making and serialising 190,000 comparisons holds it for about two
+seconds, which the figures wait through. A worker process runs them on a core of its own. It is
+sent the `TaskSource` in one pickle (lists of references to the log's few distinct values, the
+answers and the rationales: a few dozen MB), makes the tasks from it by the same code as the
+thread (`task_source.tasks_of`), writes them into the staging folder and sends back what it
+wrote. Used where it pays (`pays`): a run of `PROCESS_MIN_COMPARISONS` or more and a core free
+now. The worker ignores Ctrl-C (this process stops it) and dies with this process; a worker
+that dies fails the report with its exit status and the end of what it printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from konkord.errors import KonkordError
+from konkord.evidence.workers import core_free, die_with_parent, worker_env
+from konkord.results import files
+from konkord.results.files import StagedTasks, TasksWritten, write_tasks
+from konkord.stages.report.task_source import TaskSource, tasks_of
+
+# Below this many comparisons the thread is as quick: starting the worker costs about half a
+# second of CPU (its imports), and sending the source a tenth more. Tests make it 0.
+PROCESS_MIN_COMPARISONS = 20_000
+
+
+def pays(source: TaskSource) -> bool:
+    """Whether `source`'s tasks are made in a worker process rather than on a thread."""
+    return source.size >= PROCESS_MIN_COMPARISONS and core_free()
+
+
+class TasksInProcess(StagedTasks):
+    """Tasks made and written by a worker process into the staging folder (see the module)."""
+
+    def __init__(self, path: Path, run: str, source: TaskSource) -> None:
+        super().__init__(path, run)
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by result or stop)
+        self._worker = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._errors,
+            env=worker_env(),
+        )  # fmt: skip
+        self._replies: list[Any] = []
+        request = (str(path), run, str(self.staging), files.INLINE_TASKS_MAX, source)
+        self._threads = [
+            threading.Thread(target=_send, args=(self._worker.stdin, request), daemon=True),
+            threading.Thread(
+                target=_receive, args=(self._worker.stdout, self._replies), daemon=True
+            ),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def result(self) -> TasksWritten:
+        for thread in self._threads:
+            thread.join()
+        status = self._worker.wait()
+        reply = self._replies[0] if self._replies else None
+        if status == 0 and reply is not None and reply[0] == "done":
+            written: TasksWritten = reply[1]
+            return written
+        if reply is not None and reply[0] == "error":
+            raise reply[1]
+        raise KonkordError(
+            f"the report's task-file worker (pid {self._worker.pid}) ended with exit status "
+            f"{status}{_last_words(self._errors)}"
+        )
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self._worker.kill()
+        for thread in self._threads:
+            thread.join()
+        self._worker.wait()
+        self._errors.close()
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def _send(stream: IO[bytes] | None, request: Any) -> None:
+    """The request pickled into the worker's input, which is then closed (a worker that died
+    meanwhile is reported by `result`)."""
+    assert stream is not None
+    with contextlib.suppress(BrokenPipeError, OSError), stream:
+        pickle.dump(request, stream, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _receive(stream: IO[bytes] | None, replies: list[Any]) -> None:
+    """The worker's one reply, if it sends a whole one."""
+    assert stream is not None
+    with stream, contextlib.suppress(EOFError, pickle.UnpicklingError, OSError, ValueError):
+        replies.append(pickle.load(stream))
+
+
+def _last_words(errors: IO[bytes]) -> str:
+    """The end of what the worker wrote on stderr, as one line, if anything."""
+    errors.seek(0)
+    text = errors.read()[-2000:].decode(errors="replace").strip()
+    errors.close()
+    return f": {text.splitlines()[-1]}" if text else ""
+
+
+def _work() -> int:
+    """The worker: one request in (results path, run, staging folder, the most task JSON kept
+    in the results file, source), the tasks written, one reply out: ("done", TasksWritten) or ("error", the exception)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(int(sys.argv[1]))
+    path, run, staging, inline_max, source = pickle.load(sys.stdin.buffer)
+    reply: tuple[str, Any]
+    try:
+        tasks = tasks_of(source)
+        reply = ("done", write_tasks(Path(path), run, tasks, None, Path(staging), inline_max))
+    except Exception as exc:  # sent back whole where it pickles (an OSError: a full disk)
+        try:
+            pickle.dumps(exc)
+            reply = ("error", exc)
+        except Exception:
+            reply = ("error", KonkordError(f"writing the task files failed: {exc!r}"))
+    out = sys.stdout.buffer
+    pickle.dump(reply, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    code = _work()
+    sys.stderr.flush()
+    os._exit(code)  # the source's objects need no teardown

@@ -1,0 +1,207 @@
+"""A large report's task files made in a worker process (konkord/stages/report/task_worker.py)
+are the bytes the thread makes; a worker that fails or dies fails the report with the previous
+results left as they were; Ctrl-C and a killed report leave no worker behind."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+from test_report_background import snapshot
+from test_report_tasks import DEMOS, odd_run
+
+from konkord.configuration.runspec import resolve_run
+from konkord.errors import KonkordError
+from konkord.evidence.log import EvidenceLog
+from konkord.results import files as results_files
+from konkord.results.schema import read_results
+from konkord.stages.report import report as report_module
+from konkord.stages.report import task_worker
+from konkord.stages.report.report import ReportOptions, write_report
+from konkord.stages.report.task_source import TaskSource, tasks_of
+
+FAST = ReportOptions(resamples=20, seed=1)
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every report makes its tasks in a worker; the task makers started, in order."""
+    monkeypatch.setattr(task_worker, "PROCESS_MIN_COMPARISONS", 0)
+    monkeypatch.setattr(task_worker, "core_free", lambda: True)
+    makers: list[Any] = []
+    for name in ("TasksInProcess", "TasksInBackground"):
+        real = getattr(report_module, name)
+
+        def spied(*args: Any, real: Any = real) -> Any:
+            makers.append(real(*args))
+            return makers[-1]
+
+        monkeypatch.setattr(report_module, name, spied)
+    return makers
+
+
+def report_files(project: Path) -> dict[str, bytes]:
+    write_report(resolve_run("r"), project / "results" / "r.json", FAST)
+    return snapshot(project / "results")
+
+
+@pytest.mark.parametrize("inline", [0, 10**9], ids=["task files", "inline"])
+def test_the_worker_writes_the_bytes_the_thread_writes(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any], inline: int
+) -> None:
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", inline)
+    by_worker = report_files(project)
+    assert [type(m).__name__ for m in started] == ["TasksInProcess"]
+    monkeypatch.setattr(task_worker, "PROCESS_MIN_COMPARISONS", 10**9)
+    by_thread = report_files(project)
+    assert [type(m).__name__ for m in started] == ["TasksInProcess", "TasksInBackground"]
+    assert by_worker == by_thread
+    assert len(by_worker) == (5 if inline == 0 else 1)  # r.json, the folder and 3 task files
+    assert [t.id for t in read_results(project / "results" / "r.json").tasks] == [
+        "t00", "t01", "t02",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("run", DEMOS)
+def test_a_demo_runs_source_sent_in_a_pickle_makes_the_same_tasks(
+    run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committed demos (conversations, code checks, labels, a cascade's judges): what the
+    worker is sent makes, after the pickle, the tasks this process makes."""
+    monkeypatch.chdir(REPO)  # read only: report_parts writes nothing
+    sources: list[TaskSource | None] = []
+
+    def ready(tasks: object, source: TaskSource | None) -> None:
+        sources.append(source)
+
+    report_module.report_parts(resolve_run(run), FAST, ready)
+    (source,) = sources
+    if source is None:  # a cascade marks its comparisons here: never sent
+        assert resolve_run(run).cascade is not None
+        return
+    sent = pickle.loads(pickle.dumps(source, protocol=pickle.HIGHEST_PROTOCOL))
+    assert [t.json() for t in tasks_of(sent)] == [t.json() for t in tasks_of(source)]
+
+
+def test_a_worker_that_dies_fails_the_report_and_the_previous_results_stand(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    before = report_files(project)
+    EvidenceLog(project / "runs" / "r").append(
+        "labels",
+        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
+         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
+    )  # fmt: skip
+    real = task_worker.TasksInProcess.__init__
+
+    def killed(self: task_worker.TasksInProcess, *args: Any) -> None:
+        real(self, *args)
+        self._worker.kill()  # as the out-of-memory killer would
+
+    monkeypatch.setattr(task_worker.TasksInProcess, "__init__", killed)
+    with pytest.raises(KonkordError, match=r"task-file worker \(pid \d+\) ended with exit status"):
+        report_files(project)
+    assert snapshot(project / "results") == before  # no staging folder left, nothing changed
+
+
+def test_a_worker_that_cannot_start_leaves_the_tasks_to_a_thread(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    expected = report_files(project)  # by the worker
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(task_worker.subprocess, "Popen", no_process)
+    assert report_files(project) == expected
+    assert [type(m).__name__ for m in started] == ["TasksInProcess", "TasksInBackground"]
+
+
+def test_an_error_in_the_worker_is_raised_here(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    """A task folder the worker cannot write into: its OSError, raised by the report."""
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    real = results_files.temporary_name
+
+    def taken(folder: Path) -> Path:
+        staging: Path = real(folder)
+        staging.write_text("a file where the staging folder goes")
+        return staging
+
+    monkeypatch.setattr(results_files, "temporary_name", taken)
+    results = project / "results"
+    with pytest.raises(OSError):
+        write_report(resolve_run("r"), results / "r.json", FAST)
+    assert not (results / "r.json").exists()
+
+
+def test_ctrl_c_stops_the_worker_and_removes_its_staging_folder(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_module, "style_block", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_report(resolve_run("r"), project / "results" / "r.json", FAST)
+    (maker,) = started
+    assert maker._worker.poll() is not None  # stopped and waited for
+    assert list((project / "results").iterdir()) == []
+
+
+KILLED_REPORT = """
+import os, signal, sys
+from konkord.stages.report import task_worker
+from konkord.stages.report.report import ReportOptions, write_report
+from konkord.configuration.runspec import resolve_run
+task_worker.PROCESS_MIN_COMPARISONS = 0
+task_worker.core_free = lambda: True
+real = task_worker.TasksInProcess.__init__
+def started(self, *args):
+    real(self, *args)
+    print(self._worker.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # killed while the worker is at work
+task_worker.TasksInProcess.__init__ = started
+write_report(resolve_run("r"), resolve_run("r").results_path, ReportOptions(resamples=20))
+"""
+
+
+def test_a_killed_report_leaves_no_worker_behind(project: Path) -> None:
+    odd_run(project)
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_REPORT], cwd=project, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    worker = int(done.stdout.split()[0])
+    for _ in range(100):
+        if not _alive(worker):
+            break
+        time.sleep(0.1)
+    assert not _alive(worker), "the task-file worker outlived its report"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
