@@ -126,5 +126,6 @@ def test_the_parse_workers_chunks_are_decoded_by_msgspec_too(
     path = log.path("verdicts")
     out = io.BytesIO()
     with path.open("rb") as handle:
-        evidence_parse.parse_stream(path, handle, path.stat().st_size, verdict_split._Sender(out, 0))
+        sender = verdict_split._Sender(out, 0)
+        evidence_parse.parse_stream(path, handle, path.stat().st_size, sender)
     assert decoder.taken > 10 and decoder.refused == 0

@@ -70,9 +70,11 @@ class TasksInProcess(StagedTasks):
         status = self._worker.wait()
         reply = self._replies[0] if self._replies else None
         if status == 0 and reply is not None and reply[0] == "done":
+            self._errors.close()
             written: TasksWritten = reply[1]
             return written
         if reply is not None and reply[0] == "error":
+            self._errors.close()
             raise reply[1]
         raise KonkordError(
             f"the report's task-file worker (pid {self._worker.pid}) ended with exit status "
@@ -114,7 +116,8 @@ def _last_words(errors: IO[bytes]) -> str:
 
 def _work() -> int:
     """The worker: one request in (results path, run, staging folder, the most task JSON kept
-    in the results file, source), the tasks written, one reply out: ("done", TasksWritten) or ("error", the exception)."""
+    in the results file, source), the tasks written, one reply out: ("done", TasksWritten) or
+    ("error", the exception)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent(int(sys.argv[1]))
     path, run, staging, inline_max, source = pickle.load(sys.stdin.buffer)
