@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from holding_judge import HoldingJudge
 from openai_server import OpenAIServer, Reply
+from processes import alive, all_gone
 from test_judge_stage import (
     EXPECTED_CALLS,
     JUDGE,
@@ -80,14 +81,6 @@ def _is_worker(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return b"konkord.providers.call_worker" in command or state == "Z"
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def test_two_processes_give_the_verdicts_of_one(
@@ -153,10 +146,7 @@ def test_kill_9_of_the_parent_takes_the_workers_and_a_rerun_pays_nothing_twice(
         assert len(workers) == 2
         os.kill(child.pid, signal.SIGKILL)  # the parent alone: its workers must follow
         child.wait()
-        deadline = time.monotonic() + 10
-        while any(alive(w) for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(alive(w) for w in workers), "a worker outlived its parent"
+        assert all_gone(workers, 10), "a worker outlived its parent"
     finally:
         gate.release.set()
     lines = verdicts.read_bytes()

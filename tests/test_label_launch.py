@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from label_fixtures import free_port, make_run
+from processes import alive, all_gone
 
 pytest.importorskip("streamlit")
 
@@ -40,14 +41,6 @@ def listening_addresses(port: int) -> set[str]:
 def children(pid: int) -> list[int]:
     text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
     return [int(p) for p in text.split()]
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def start(project: Path, port: int, *args: str,
@@ -169,11 +162,7 @@ def test_kill_9_of_the_command_takes_the_server_with_it(project: Path) -> None:
     process.kill()
     process.wait()
     try:
-        for _ in range(300):
-            if not any(alive(pid) for pid in servers):
-                break
-            time.sleep(0.1)
-        assert not any(alive(pid) for pid in servers), "the server outlived kill -9 of its parent"
+        assert all_gone(servers, 30), "the server outlived kill -9 of its parent"
     finally:
         for pid in servers:
             with contextlib.suppress(ProcessLookupError):

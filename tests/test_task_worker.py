@@ -9,12 +9,12 @@ import pickle
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import REPO
+from processes import all_gone
 from test_report_background import snapshot
 from test_report_tasks import DEMOS, odd_run
 
@@ -192,16 +192,4 @@ def test_a_killed_report_leaves_no_worker_behind(project: Path) -> None:
     )  # fmt: skip
     assert done.returncode == -signal.SIGKILL, done.stderr
     worker = int(done.stdout.split()[0])
-    for _ in range(100):
-        if not _alive(worker):
-            break
-        time.sleep(0.1)
-    assert not _alive(worker), "the task-file worker outlived its report"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+    assert all_gone([worker], 10), "the task-file worker outlived its report"

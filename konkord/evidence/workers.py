@@ -17,13 +17,12 @@ import konkord
 PR_SET_PDEATHSIG = 1
 
 
-def worker_env(**extra: str) -> dict[str, str]:
-    """The environment with this konkord found first, wherever it was imported from, and
-    `extra` set."""
+def worker_env() -> dict[str, str]:
+    """The environment with this konkord found first, wherever it was imported from."""
     root = str(Path(konkord.__file__).resolve().parent.parent)
     found = os.environ.get("PYTHONPATH")
     path = root if not found else os.pathsep.join((root, found))
-    return {**os.environ, "PYTHONPATH": path, **extra}
+    return {**os.environ, "PYTHONPATH": path}
 
 
 def die_with_parent(parent: int | None) -> None:
