@@ -67,8 +67,28 @@ STEPS: dict[str, tuple[str, ...]] = {
     "run": ("run", "--run", "big", "--concurrency", "64"),
     "judge": ("judge", "--run", "big", "--concurrency", "64"),
     "report": ("report", "--run", "big"),
+    # the report of a log whose columns no konkord saved (judged by an older one, or copied)
+    "report-cold": ("report", "--run", "big"),
     "build": ("build", "--offline"),
 }
+
+# What `konkord judge` does last: the verdict log's columns saved for the commands after it
+# (konkord/evidence/verdict_saved.py). Done here where the judge did not make the log (the
+# copied evidence of --judged, or a --reuse project), so `report` starts where it would.
+SAVE_COLUMNS = """
+from pathlib import Path
+from konkord.evidence.log import EvidenceLog
+from konkord.evidence.verdict_table import save_columns
+save_columns(EvidenceLog(Path("runs/big")))
+"""
+
+
+def save_columns(root: Path, code: Path) -> None:
+    """The run's verdict columns saved as the judge leaves them (by code that saves them)."""
+    if not (code / "konkord" / "evidence" / "verdict_saved.py").exists():
+        return
+    env = dict(os.environ, PYTHONPATH=str(code), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    subprocess.run([sys.executable, "-c", SAVE_COLUMNS], cwd=root, env=env, check=True)
 
 
 def konkord(root: Path, code: Path, *args: str) -> dict[str, float | str]:
@@ -223,9 +243,12 @@ def summary(results: list[dict[str, float | str]]) -> str:
 
 
 # What a step leaves behind, removed before it is timed again (so each repeat does it all).
+# The verdict columns the judge saved in .konkord/columns stay (they are the judge's), but for
+# report-cold.
 MADE_BY = {
-    "report": ("results", ".konkord"),
-    "build": ("public", ".konkord"),
+    "report": ("results", ".konkord/report"),
+    "report-cold": ("results", ".konkord"),
+    "build": ("public", ".konkord/build", ".konkord/report"),
     "judge": ("runs/big/verdicts.jsonl", ".konkord"),  # every call made again: no verdict, no cache
 }
 
@@ -296,6 +319,7 @@ def main() -> None:
                 shutil.copytree(code / "templates", roots[name] / "templates")
                 for made in ("results", "public", ".konkord"):
                     shutil.rmtree(roots[name] / made, ignore_errors=True)
+                save_columns(roots[name], code)
                 continue
             shutil.rmtree(roots[name], ignore_errors=True)
             roots[name].mkdir(parents=True)
@@ -305,6 +329,7 @@ def main() -> None:
             if step == "report" and judged < args.tasks and not args.reuse:
                 for name in codes:
                     repeat_evidence(roots[name], judged, args.tasks)
+                    save_columns(roots[name], codes[name])
             repeats = args.repeats if step in MADE_BY else 1
             for repeat in range(repeats):
                 for name, code in codes.items():  # interleaved: both see the same load

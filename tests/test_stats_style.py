@@ -13,7 +13,12 @@ from konkord.stats.bt import Comparisons, comparisons, fit_bt
 from konkord.stats.gate import gate
 from konkord.stats.resample import bootstrap, task_weights
 from konkord.stats.style_boot import style_bootstrap
-from konkord.stats.style_features import normalised_difference, style_features
+from konkord.stats.style_features import (
+    TOKEN_PATTERN,
+    normalised_difference,
+    style_features,
+    token_count,
+)
 from konkord.stats.style_fit import fit_style_bt, style_data
 
 ANSWER = """# Title
@@ -43,6 +48,20 @@ def test_features_are_counted_by_the_documented_rules() -> None:
     assert counts["code_blocks"] == 2  # an unclosed fence counts
     assert style_features("Hello, world!")["tokens"] == 4  # Hello , world !
     assert style_features("")["tokens"] == 0
+
+
+def test_the_token_count_is_the_patterns_on_every_ascii_character_and_beyond() -> None:
+    import random
+
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(128)] + ["é", "ß", "中", "\u00a0", "\u2028", "٣", "—"]
+    for n in range(4000):
+        size = rng.randrange(0, 40)
+        text = "".join(rng.choice(alphabet if n % 4 == 0 else alphabet[:128]) for _ in range(size))
+        assert token_count(text) == len(TOKEN_PATTERN.findall(text)), repr(text)
+    for c in range(128):  # each character alone, and in runs beside a letter
+        for text in (chr(c), chr(c) * 3, f"a{chr(c)}b", f"{chr(c)}_x9"):
+            assert token_count(text) == len(TOKEN_PATTERN.findall(text)), repr(text)
 
 
 def test_normalised_difference_is_arenas_and_zero_when_both_are_zero() -> None:

@@ -162,6 +162,7 @@ def judge(
                 "judge without them, or without the cascade"
             )
         run_cascade(spec, plan, concurrency, max_tokens, api_base)
+        _keep_columns(spec)
         # the run's other judges, if any, judge every pair as usual
         chosen = () if first_pass else tuple(j for j in chosen if j != plan.strong)
         if not chosen:
@@ -218,6 +219,7 @@ def judge(
                 api_base=api_base,
             )
         )
+    _keep_columns(spec)
     if summary.skipped_pairs:
         click.echo(
             f"{summary.skipped_pairs} task pairs not judged: an answer is missing or failed "
@@ -234,6 +236,24 @@ def judge(
         click.echo("rerun the same command to retry the failures", err=True)
     if summary.failed or stopped:
         raise SystemExit(1)
+
+
+def _keep_columns(spec: RunSpec) -> None:
+    """The verdict log's columns saved for the commands after the judge (`verdict_saved`),
+    where the log is large. A log that cannot be read now is left for the next command to
+    report."""
+    import warnings
+
+    from konkord.errors import KonkordError
+    from konkord.evidence.log import EvidenceLog
+    from konkord.evidence.verdict_table import save_columns
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn last line is the next reader's to report
+        try:
+            save_columns(EvidenceLog(spec.run_dir))
+        except KonkordError:
+            pass
 
 
 def _require_usable_answers(spec: RunSpec) -> None:

@@ -82,10 +82,11 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
                 reportstamp.record(key, files, folders, before, printed.getvalue())
             return
     from konkord.evidence.log import EvidenceLog
-    from konkord.evidence.verdict_split import start_early
+    from konkord.evidence.verdict_table import start_early
 
-    # A large verdict log's later part starts parsing in a worker now, while this process
-    # imports the statistics and reads the answers (where a core is free for it).
+    # The verdict log's saved columns are read and checked now, or a large log's later part
+    # starts parsing in a worker, while this process imports the statistics and reads the
+    # answers.
     start_early(EvidenceLog(spec.run_dir).path("verdicts"))
     from konkord.stages.report.report import write_report
 

@@ -234,10 +234,14 @@ class ColumnBuilder:
             self.nums[name].append(pair)
         for name, flags in message["flags"].items():
             self.flags[name].append(flags)
+        distinct = message.get("distinct")  # the texts' distinct values, each held once
         for name, (values, absent) in message["texts"].items():
             for n in absent:
                 values[n] = MISSING
-            if len(self.same) < _SAME_MAX:
+            if distinct is not None:  # shared already: the next chunks share them too
+                if len(self.same) < _SAME_MAX:
+                    self.same.update((v, v) for v in distinct[name] if type(v) is str)
+            elif len(self.same) < _SAME_MAX:
                 values = [self.same.setdefault(v, v) if type(v) is str else v for v in values]
             self.texts[name].extend(values)
         for name, pair in message["hashes"].items():

@@ -18,15 +18,25 @@ parsed, a chunk at a time (`verdict_build.py`), by two processes where the log i
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from konkord.errors import KonkordError
+from konkord.evidence import verdict_saved, verdict_split
 from konkord.evidence.log import EvidenceLog, ParsedStreams
+from konkord.evidence.parse import parse_stream
 from konkord.evidence.verdict_build import ColumnBuilder
 from konkord.evidence.verdict_rows import RowList, VerdictRow, VerdictTable, rows_of_one_table
+from konkord.evidence.verdict_saved import load_saved, prefix_sha256, save_table, saved_path
 from konkord.evidence.verdict_split import read_split
 
-__all__ = ["TABLES", "RowList", "VerdictRow", "VerdictTable", "rows_of_one_table", "verdict_table"]
+__all__ = [
+    "TABLES", "RowList", "VerdictRow", "VerdictTable", "finish_saving", "rows_of_one_table",
+    "save_columns", "start_early", "verdict_table",
+]  # fmt: skip
 
 
 # The tables made in this process, each kept until its log changes (as `log.PARSED` keeps
@@ -35,22 +45,157 @@ TABLES = ParsedStreams()
 
 
 def verdict_table(log: EvidenceLog) -> VerdictTable:
-    """The run's verdict log as columns, parsed once per process and version of the file."""
+    """The run's verdict log as columns, parsed once per process and version of the file, from
+    the columns saved by an earlier command where the log still begins with what they were
+    made from (`verdict_saved`): only lines appended since are parsed."""
     return log.read_into("verdicts", _TrimmedBuilder, TABLES)
 
 
+Version = tuple[int, ...]
+# Saved columns being read on a thread (`start_early`), by the log's path: the version of the
+# log they were checked against, and the columns with the bytes they cover (or None).
+EARLY: dict[str, tuple[Version, Future[tuple[int, dict[str, Any]] | None]]] = {}
+# Columns being saved on threads of their own (`finish_saving` waits for them).
+SAVING: list[threading.Thread] = []
+
+
+def _version(fd: int) -> Version:
+    stat = os.fstat(fd)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def start_early(path: Path) -> None:
+    """Begin reading the log at `path` now, for a command that reads it after other work
+    (`konkord report`: its imports and the answers, about a second): its saved columns, where
+    there are some, are read and checked against the log on a thread; else the later part of
+    a large log starts parsing in a worker process (`verdict_split.start_early`)."""
+    key = str(path.resolve())
+    if key in EARLY:
+        return
+    at = saved_path(path)
+    if not at.is_file():
+        verdict_split.start_early(path)
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    version = _version(fd)
+
+    def load() -> tuple[int, dict[str, Any]] | None:
+        try:
+            return load_saved(at, fd, version[2])
+        finally:
+            os.close(fd)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-columns")
+    EARLY[key] = (version, pool.submit(load))
+    pool.shutdown(wait=False)
+
+
+def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]] | None:
+    """The columns saved for this log that it still begins with: as read early, if the log is
+    the same file, size and modification time as then, else read now."""
+    early = EARLY.pop(str(path.resolve()), None)
+    if early is not None:
+        version, future = early
+        loaded = future.result()
+        if version == _version(fd) and version[2] == size:
+            return loaded
+    return load_saved(saved_path(path), fd, size)
+
+
+def save_columns(log: EvidenceLog) -> None:
+    """Save the log's columns now, where it is large enough for them to be kept and they are
+    not saved already (`konkord judge` does, last): made from the columns saved before and the
+    lines after them."""
+    try:
+        size = log.path("verdicts").stat().st_size
+    except OSError:
+        return
+    if size >= verdict_saved.SAVE_BYTES:
+        try:
+            verdict_table(log)
+        finally:
+            finish_saving()
+
+
+def finish_saving() -> None:
+    """Wait for the columns being saved (a command that saves them on purpose: the judge)."""
+    while SAVING:
+        SAVING.pop().join()
+
+
+class _Shifted:
+    """A builder fed the lines after `base` bytes of the log: their places in the file are
+    counted from its start."""
+
+    checks_fields = True
+
+    def __init__(self, into: ColumnBuilder, base: int) -> None:
+        self.into = into
+        self.base = base
+        self.decode = into.decode
+
+    def add(self, records: list[Any], chunk: bytes, start: int) -> None:
+        self.into.add(records, chunk, self.base + start)
+
+    def result(self, path: Path, torn: bool) -> bool:
+        return torn
+
+
 class _TrimmedBuilder(ColumnBuilder):
-    """The builder, handing the memory the parsed records took back to the system when done."""
+    """The builder, from the saved columns and the lines after them, handing the memory the
+    parsed records took back to the system when done, and saving the columns for the next
+    command where it parsed any of a large log."""
 
     def read_stream(self, path: Path, handle: BinaryIO, size: int) -> bool:
-        """The log parsed in two processes where it is large (`verdict_split`)."""
-        return read_split(self, path, handle, size)
+        """The log's saved columns and the lines after them, else the log parsed whole, in two
+        processes where it is large (`verdict_split`)."""
+        fd = handle.fileno()
+        saved = _saved_columns(path, fd, size) if size else None
+        covers = 0
+        torn = False
+        if saved is not None:
+            covers, message = saved
+            self.merge(message)
+            if covers < size:
+                handle.seek(covers)
+                try:
+                    torn = parse_stream(path, handle, size - covers, _Shifted(self, covers))
+                except KonkordError:  # named by its line in the whole log, as a full read does
+                    handle.seek(0)
+                    self.reset()
+                    covers = 0
+                    torn = read_split(self, path, handle, size)
+        else:
+            torn = read_split(self, path, handle, size)
+        self.save_from: tuple[int, int] | None = None
+        large = size >= verdict_saved.SAVE_BYTES
+        if large and covers < size and not torn and os.pread(fd, 1, size - 1) == b"\n":
+            self.save_from = (os.dup(fd), size)  # columns of whole lines only
+        return torn
 
     def result(self, path: Path, torn: bool) -> VerdictTable:
         table = super().result(path, torn)
+        save_from = getattr(self, "save_from", None)
         self.__dict__.clear()
         _trim_heap()
+        if save_from is not None:
+            saving = threading.Thread(
+                target=_save, args=(table, *save_from, saved_path(path)), name="konkord-save"
+            )
+            saving.start()
+            SAVING.append(saving)
         return table
+
+
+def _save(table: VerdictTable, fd: int, size: int, at: Path) -> None:
+    """Keep the columns of the first `size` bytes of the log open as `fd` in `at`."""
+    try:
+        save_table(table, size, prefix_sha256(fd, size), at)
+    finally:
+        os.close(fd)
 
 
 def _trim_heap() -> None:

@@ -50,12 +50,29 @@ _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
+# Each ASCII character as the token rule sees it, taken from the pattern itself: "a" where it
+# is a word character, " " where it is space, "." where it is a token on its own.
+_ASCII_CLASSES = bytes(
+    ord("a" if re.fullmatch(r"\w", chr(c)) else " " if re.fullmatch(r"\s", chr(c)) else ".")
+    for c in range(128)
+) + b"." * 128
+
+
+def token_count(text: str) -> int:
+    """How many tokens `TOKEN_PATTERN` finds in `text`. ASCII text (most answers) is counted
+    without the pattern: each character mapped to its class in one pass in C, the tokens are
+    then the "." characters and the runs of "a" (a tenth of the time `findall` takes, which
+    walks the pattern's two branches at every character)."""
+    if not text.isascii():
+        return len(TOKEN_PATTERN.findall(text))
+    classes = text.encode("ascii").translate(_ASCII_CLASSES)
+    return classes.count(b".") + len(classes.replace(b".", b" ").split())
 
 
 def style_features(text: str) -> dict[str, int]:
     """Count every feature of `FEATURES` in one answer's text."""
     counts = dict.fromkeys(FEATURES, 0)
-    counts["tokens"] = len(TOKEN_PATTERN.findall(text))
+    counts["tokens"] = token_count(text)
     # Each rule is tried only on text holding the characters it needs (a fence three ` or ~,
     # a header a #, bold ** or __): the same counts, without three patterns on every line of
     # 20,000 answers at 20 models x 1,000 tasks.
