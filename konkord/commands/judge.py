@@ -242,18 +242,16 @@ def _keep_columns(spec: RunSpec) -> None:
     """The verdict log's columns saved for the commands after the judge (`verdict_saved`),
     where the log is large. A log that cannot be read now is left for the next command to
     report."""
+    import contextlib
     import warnings
 
     from konkord.errors import KonkordError
     from konkord.evidence.log import EvidenceLog
     from konkord.evidence.verdict_table import save_columns
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), contextlib.suppress(KonkordError):
         warnings.simplefilter("ignore")  # a torn last line is the next reader's to report
-        try:
-            save_columns(EvidenceLog(spec.run_dir))
-        except KonkordError:
-            pass
+        save_columns(EvidenceLog(spec.run_dir))
 
 
 def _require_usable_answers(spec: RunSpec) -> None:
