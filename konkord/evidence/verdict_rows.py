@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -264,7 +265,7 @@ class RowList(list[Mapping[str, Any]]):
     columns can answer for them without looking at each row."""
 
     def __init__(self, table: VerdictTable, indices: np.ndarray) -> None:
-        super().__init__(VerdictRow(table, i) for i in indices.tolist())
+        super().__init__(map(VerdictRow, repeat(table), indices.tolist()))  # (no frame a row)
         self.table = table
         self.indices: np.ndarray | None = indices
 
