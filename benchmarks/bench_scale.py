@@ -12,6 +12,12 @@ and its verdicts' message hashes made again for that prompt, so every record is 
 `report` and `build` are timed on that: the same records, files and pages a judged run of that
 size has. --repeats N times judge, report and build N times each (median and range).
 
+`report` starts from the run as `konkord judge` leaves it: the verdict log with its columns
+saved in .konkord/columns (konkord/evidence/verdict_saved.py; saved here the way the judge saves
+them, where the log was copied rather than judged). `report-cold` times the report of the same
+log without them (a log judged by an earlier konkord, or copied from elsewhere): it parses the
+log, then saves them.
+
 Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
 (VmHWM of the main process, and the largest peak of any worker process it started). With
 --baseline DIR (a checkout of an earlier konkord, e.g. `git archive d6c4d46 | tar -x -C DIR`),
@@ -24,7 +30,8 @@ file under public/ under 25 MiB (Cloudflare's limit per file).
 
     python benchmarks/bench_scale.py [--tasks 200] [--judged 30] [--models 20] [--baseline DIR]
     python benchmarks/bench_scale.py --keep /tmp/scale   # keep the project to look at
-    python benchmarks/bench_scale.py --keep /tmp/scale --reuse --steps report,build --repeats 3
+    python benchmarks/bench_scale.py --keep /tmp/scale --reuse --steps report,report-cold,build \
+        --repeats 3
     # the 20 x 1,000 run beside main as it was (git worktree add /tmp/base 8b1acf3):
     nice -n 10 python benchmarks/bench_scale.py --tasks 1000 --judged 50 --baseline /tmp/base \
         --keep /tmp/scale1000 --repeats 3
