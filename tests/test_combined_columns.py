@@ -17,7 +17,7 @@ from test_report_tasks import odd_run
 
 from konkord.configuration.runspec import resolve_run
 from konkord.evidence import verdicts as verdicts_module
-from konkord.evidence.combined_columns import CombinedList, columns_of, complete_only
+from konkord.evidence.combined_columns import CombinedList, columns_of, complete_only, distinct
 from konkord.evidence.log import EvidenceLog
 from konkord.evidence.verdict_table import VerdictRow
 from konkord.evidence.verdicts import combine_verdicts, load_verdicts
@@ -165,3 +165,12 @@ def test_verdicts_combined_from_the_columns_are_the_ones_made_pair_by_pair(
             assert {k: dict(v) for k, v in made.orders.items()} == plain.orders
         with pytest.raises(dataclasses.FrozenInstanceError):
             from_rows[0].winner = "m/a"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_distinct_is_numpys_unique(dtype: type) -> None:
+    rng = np.random.default_rng(5)
+    for size, high in [(0, 3), (1, 3), (7, 2), (1000, 5), (5000, 100)]:
+        values = rng.integers(-3, high, size=size).astype(dtype)
+        got, want = distinct(values), np.unique(values)
+        assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -81,3 +81,20 @@ def test_fit_batches_refuses_a_count_that_does_not_match() -> None:
     wins = win_matrix(_field())[None]
     with pytest.raises(ValueError, match="expected 2 fits, the batches held 1"):
         batchfit.fit_batches([wins], 2, 6, 0.5, np.zeros(6), None)
+
+
+def test_a_fit_that_rounding_keeps_above_tol_stops_when_it_stalls_not_at_max_iter() -> None:
+    """A tolerance below what rounding lets any iterate reach (1e-16 for sums of tens of
+    thousands): each fit stops once every halving of its step makes the gradient worse,
+    reported unconverged, at the point a fit to 1e-9 reaches; not after 100 iterations."""
+    rng = np.random.default_rng(3)
+    wins = rng.integers(200, 900, size=(6, 8, 8)).astype(np.float64)
+    for k in range(6):
+        np.fill_diagonal(wins[k], 0.0)
+    offset = rng.normal(0.0, 50.0, size=(6, 8))
+    offset -= offset.mean(axis=1, keepdims=True)  # a share of the scores moved, none made
+    loose = newton_bt(wins, offset=offset)
+    strict = newton_bt(wins, offset=offset, tol=1e-16, max_iter=100)
+    assert loose.converged.all() and not strict.converged.any()
+    assert strict.iterations.max() < 20
+    assert np.allclose(strict.beta, loose.beta, rtol=0, atol=1e-12)

@@ -24,7 +24,7 @@ from konkord.evidence.log import EvidenceLog
 from konkord.results import files as results_files
 from konkord.results.schema import read_results
 from konkord.stages.report import report as report_module
-from konkord.stages.report import task_worker
+from konkord.stages.report import task_spawn, task_worker
 from konkord.stages.report.report import ReportOptions, write_report
 from konkord.stages.report.task_source import TaskSource, tasks_of
 
@@ -125,7 +125,7 @@ def test_a_worker_that_cannot_start_leaves_the_tasks_to_a_thread(
     def no_process(*args: object, **kwargs: object) -> None:
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(task_worker.subprocess, "Popen", no_process)
+    monkeypatch.setattr(task_spawn.subprocess, "Popen", no_process)
     assert report_files(project) == expected
     assert [type(m).__name__ for m in started] == ["TasksInProcess", "TasksInBackground"]
 
@@ -169,7 +169,7 @@ def test_ctrl_c_stops_the_worker_and_removes_its_staging_folder(
 
 KILLED_REPORT = """
 import os, signal, sys
-from konkord.stages.report import task_worker
+from konkord.stages.report import task_spawn, task_worker
 from konkord.stages.report.report import ReportOptions, write_report
 from konkord.configuration.runspec import resolve_run
 task_worker.PROCESS_MIN_COMPARISONS = 0
@@ -193,3 +193,37 @@ def test_a_killed_report_leaves_no_worker_behind(project: Path) -> None:
     assert done.returncode == -signal.SIGKILL, done.stderr
     worker = int(done.stdout.split()[0])
     assert all_gone([worker], 10), "the task-file worker outlived its report"
+
+
+def test_a_worker_started_early_is_the_one_the_report_uses_and_an_unused_one_is_stopped(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    """`konkord report` of a large log starts the worker before importing the statistics
+    (`task_spawn.start_early`): the report then sends its tasks to that worker, not another,
+    and writes the same files; a worker no report takes up is stopped."""
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    expected = report_files(project)  # by a worker started when the tasks were ready
+    spawned: list[subprocess.Popen[bytes]] = []
+    real = task_spawn.subprocess.Popen
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        spawned.append(real(*args, **kwargs))
+        return spawned[-1]
+
+    monkeypatch.setattr(task_spawn.subprocess, "Popen", spied)
+    monkeypatch.setattr(task_spawn, "core_free", lambda: True)
+    monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 0)
+    task_spawn.start_early(EvidenceLog(project / "runs" / "r").path("verdicts").stat().st_size)
+    assert len(spawned) == 1 and len(task_spawn.EARLY) == 1
+    assert report_files(project) == expected
+    assert len(spawned) == 1 and task_spawn.EARLY == []  # taken up, none other started
+    assert spawned[0].wait(timeout=30) == 0
+    task_spawn.start_early(1)
+    unused = spawned[-1]
+    assert len(spawned) == 2 and unused.poll() is None
+    task_spawn.stop_early()  # what runs at exit
+    assert unused.poll() is not None and task_spawn.EARLY == []
+    monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 10)
+    task_spawn.start_early(5)  # a small log: no worker
+    assert len(spawned) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -87,7 +88,12 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     # The verdict log's saved columns are read and checked now, or a large log's later part
     # starts parsing in a worker, while this process imports the statistics and reads the
     # answers.
-    start_early(EvidenceLog(spec.run_dir).path("verdicts"))
+    verdicts = EvidenceLog(spec.run_dir).path("verdicts")
+    start_early(verdicts)
+    with contextlib.suppress(OSError):  # (no log: the report says so)
+        from konkord.stages.report.task_spawn import start_early as start_task_worker
+
+        start_task_worker(verdicts.stat().st_size)  # its imports, on the idle core
     from konkord.stages.report.report import write_report
 
     results = write_report(spec, path, options, digest)

@@ -256,6 +256,8 @@ class ColumnBuilder:
 
     def result(self, path: Path, torn: bool) -> VerdictTable:
         def joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+            if len(parts) == 1:  # as it is (the saved columns: 50 MB not copied again)
+                return parts[0]
             return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
         return VerdictTable(

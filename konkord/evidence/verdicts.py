@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from konkord.evidence.combined_columns import CombinedColumns, CombinedList, dense_codes
+from konkord.evidence.combined_columns import CombinedColumns, CombinedList, dense_codes, distinct
 from konkord.evidence.log import EvidenceLog, Record
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def judges_in_log(log: EvidenceLog) -> list[str]:
     from konkord.evidence.verdict_table import verdict_table
 
     table = verdict_table(log)
-    judges = (table.pool[code] for code in np.unique(table.coded["judge"]).tolist())
+    judges = (table.pool[code] for code in distinct(table.coded["judge"]).tolist())
     return sorted({str(judge) for judge in judges if isinstance(judge, str) and judge})
 
 
@@ -102,7 +102,7 @@ def frame_hashes_of(log: EvidenceLog, judge: str) -> set[str]:
     from konkord.evidence.verdict_table import verdict_table
 
     table = verdict_table(log)
-    codes = np.unique(table.coded["frame_hash"][_rows_of(table, judge)]).tolist()
+    codes = distinct(table.coded["frame_hash"][_rows_of(table, judge)]).tolist()
     return {str(table.get_code(code)) for code in codes}
 
 
@@ -255,11 +255,11 @@ def _combine_rows(
     key = np.zeros(len(rows), dtype=np.int64)
     for name in names:
         codes = table.coded[name][rows]
-        distinct = np.unique(codes)
-        by_text = np.argsort([str(table.get_code(c)) for c in distinct.tolist()], kind="stable")
-        rank = np.empty(len(distinct), dtype=np.int64)
-        rank[by_text] = np.arange(len(distinct))
-        key = key * len(distinct) + rank[np.searchsorted(distinct, codes)]
+        present = distinct(codes)
+        by_text = np.argsort([str(table.get_code(c)) for c in present.tolist()], kind="stable")
+        rank = np.empty(len(present), dtype=np.int64)
+        rank[by_text] = np.arange(len(present))
+        key = key * len(present) + rank[np.searchsorted(present, codes)]
     groups, first, group = np.unique(key, return_index=True, return_inverse=True)
     position = np.arange(len(rows))
     last = {}
@@ -306,7 +306,7 @@ def _combine_rows(
     )  # fmt: skip
     # Each field's values taken from the pool at C speed, a pair at a time only where needed.
     pick = value.__getitem__
-    text = {code: str(value[code]) for code in np.unique(winner_c).tolist()}
+    text = {code: str(value[code]) for code in distinct(winner_c).tolist()}
     winners = [
         (text[w] if agreed else "tie") if done else None
         for done, agreed, w in zip(complete.tolist(), agree.tolist(), winner_c.tolist(), strict=True)

@@ -11,7 +11,13 @@ import numpy as np
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count, task_clusters
 from konkord.errors import KonkordError
-from konkord.evidence.combined_columns import CombinedList, columns_of, dense_codes, index_map
+from konkord.evidence.combined_columns import (
+    CombinedList,
+    columns_of,
+    dense_codes,
+    distinct,
+    index_map,
+)
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdict_rows import rows_of_one_table
 from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, current_frame_hash
@@ -224,7 +230,7 @@ def _distinct_pairs(done: list[CombinedVerdict]) -> int:
     _, task_at = dense_codes(columns.task, size)
     _, a_at = dense_codes(columns.model_a, size)
     models_b, b_at = dense_codes(columns.model_b, size)
-    return len(np.unique((task_at * (int(a_at.max(initial=0)) + 1) + a_at) * len(models_b) + b_at))
+    return len(distinct((task_at * (int(a_at.max(initial=0)) + 1) + a_at) * len(models_b) + b_at))
 
 
 def _flips(

@@ -8,7 +8,8 @@ sent the `TaskSource` in one pickle (lists of references to the log's few distin
 answers and the rationales: a few dozen MB), makes the tasks from it by the same code as the
 thread (`task_source.tasks_of`), writes them into the staging folder and sends back what it
 wrote. Used where it pays (`pays`): a run of `PROCESS_MIN_COMPARISONS` or more and a core free
-now. The worker ignores Ctrl-C (this process stops it) and dies with this process; a worker
+now; `konkord report` of a large log starts it before it is needed (`task_spawn`). The
+worker ignores Ctrl-C (this process stops it) and dies with this process; a worker
 that dies fails the report with its exit status and the end of what it printed.
 """
 
@@ -20,18 +21,17 @@ import os
 import pickle
 import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import IO, Any
 
 from konkord.errors import KonkordError
-from konkord.evidence.workers import core_free, die_with_parent, worker_env
+from konkord.evidence.workers import core_free, die_with_parent
 from konkord.results import files
 from konkord.results.files import StagedTasks, TasksWritten, write_tasks
 from konkord.stages.report.task_source import TaskSource, tasks_of
+from konkord.stages.report.task_spawn import take_worker
 
 # Below this many comparisons the thread is as quick: starting the worker costs about half a
 # second of CPU (its imports), and sending the source a tenth more. Tests make it 0.
@@ -48,12 +48,7 @@ class TasksInProcess(StagedTasks):
 
     def __init__(self, path: Path, run: str, source: TaskSource) -> None:
         super().__init__(path, run)
-        self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by result or stop)
-        self._worker = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._errors,
-            env=worker_env(),
-        )  # fmt: skip
+        self._worker, self._errors = take_worker()
         self._replies: list[Any] = []
         request = (str(path), run, str(self.staging), files.INLINE_TASKS_MAX, source)
         self._threads = [
