@@ -102,8 +102,11 @@ class VerdictTable:
         if made is None:
             if name in self.texts:
                 made = [None if v is MISSING else v for v in self.texts[name]]
-            elif name in self.hashes:
-                made = [self.get(i, name) for i in range(len(self))]
+            elif name in self.hashes:  # at once, then the few not held as bytes one by one
+                data, kinds = self.hashes[name]
+                made = [held.decode() for held in data.tolist()]
+                for i in np.flatnonzero(kinds != HASH_HELD).tolist():
+                    made[i] = self.get(i, name)
             else:
                 pool = [None if v is MISSING else v for v in self.pool]
                 made = [pool[c] for c in self.coded[name].tolist()]

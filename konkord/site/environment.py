@@ -7,10 +7,12 @@ import base64
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import jinja2.meta
 import jinja2.runtime
+import markupsafe
 from markupsafe import Markup
 
 from konkord import __version__
@@ -106,6 +108,40 @@ def who(context: jinja2.runtime.Context, name: str) -> str | Markup:
     return Markup('<span class="who" title="{}">{}</span>').format(spec, name)
 
 
+# Short texts escaped before, kept: a task page outputs the same model names, anchors and labels
+# hundreds of times. Bounded, so a build of many distinct short texts holds at most this many.
+_ESCAPED: dict[str, Markup] = {}
+ESCAPED_MAX = 20_000
+ESCAPED_LENGTH = 200
+
+
+def escape(value: object) -> Markup:
+    """`markupsafe.escape`, the same text for every value, made cheaper for what a page outputs
+    most: text already safe (a macro's output, a rendered answer) is passed on as it is, not
+    copied, and a short plain text is escaped once per process."""
+    if type(value) is Markup:
+        return value
+    if type(value) is not str:
+        return markupsafe.escape(value)
+    found = _ESCAPED.get(value)
+    if found is None:
+        found = markupsafe.escape(value)
+        if len(value) <= ESCAPED_LENGTH and len(_ESCAPED) < ESCAPED_MAX:
+            _ESCAPED[value] = found
+    return found
+
+
+class FastEscapeTemplate(jinja2.Template):
+    """A template whose `{{ ... }}` escapes with `escape` above: the compiled code calls the
+    name `escape` of its module (jinja2.runtime's, markupsafe's), which is replaced there."""
+
+    @classmethod
+    def from_code(cls, *args: Any, **kwargs: Any) -> jinja2.Template:
+        template = super().from_code(*args, **kwargs)
+        template.root_render_func.__globals__["escape"] = escape
+        return template
+
+
 def make_environment(templates_dir: Path) -> jinja2.Environment:
     """The Jinja environment: autoescape always on, undefined names are errors, not blanks.
 
@@ -121,6 +157,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.template_class = FastEscapeTemplate
     env.filters.update(
         md=render_markdown,
         pct=fmt_pct,

@@ -244,6 +244,10 @@ def plan_site_pages(
 
 # A link to a folder (`../`, `tasks/x/`, `calibration/#judge-1`), not to a file or another site.
 FOLDER_LINK = re.compile(r'href="((?:[^":#?]*/)?)(#[^"]*)?"')
+# Only the links FOLDER_LINK changes (a page's many `#anchor` links are not even looked at), and
+# what would make the two differ: a link within the page whose anchor ends in `href=`.
+FOLDER_LINK_ONLY = re.compile(r'href="([^":#?]*/)(#[^"]*)?"')
+ANCHOR_ENDING_IN_HREF = re.compile(r'href="#[^"]*href="')
 
 
 def file_links(html: str) -> str:
@@ -253,6 +257,8 @@ def file_links(html: str) -> str:
     deployed site serves `x/index.html` with no redirect (wrangler.jsonc: html_handling
     "none", and _redirects maps `/x/` to `/x/index.html` for addresses typed by hand).
     """
+    if ANCHOR_ENDING_IN_HREF.search(html) is None:  # the same as below, without a call a link
+        return FOLDER_LINK_ONLY.sub(r'href="\1index.html\2"', html)
     return FOLDER_LINK.sub(
         lambda m: f'href="{m.group(1)}index.html{m.group(2) or ""}"' if m.group(1) else m.group(0),
         html,

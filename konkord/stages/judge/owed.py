@@ -14,12 +14,11 @@ from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
 from konkord.evidence.stream import fold_stream
-from konkord.evidence.verdict_table import rows_of_one_table
 from konkord.evidence.verdicts import (
     CombinedVerdict,
-    VerdictRecord,
     combine_verdicts,
     frame_hashes_of,
+    latest_verdict_rows,
     load_verdicts,
 )
 from konkord.stages.judge.design import designed_pairs
@@ -82,7 +81,7 @@ def done_keys(
     owed = {item.key: item for item in items if item.judge == judge}
     known = sent or {}
     done = set()
-    for key, kind, held in _verdict_keys(load_verdicts(log, judge, fhash), judge):
+    for key, kind, held in _verdict_keys(log, judge, fhash):
         if kind != "verdict":
             continue
         item = owed.get(key)
@@ -161,15 +160,12 @@ def current_combined(
 
 
 def _verdict_keys(
-    records: list[VerdictRecord], judge: str
+    log: EvidenceLog, judge: str, fhash: str
 ) -> Iterator[tuple[tuple[str, str, str, str, str], Any, Any]]:
-    """Each record's call key, kind and message hash; from the log's columns when the records
-    are rows of them (380,000 records at 20 models x 1,000 tasks, read at list speed)."""
-    found = rows_of_one_table(records)
+    """Each current record's call key, kind and message hash, read from the log's columns
+    (380,000 records at 20 models x 1,000 tasks, read at list speed, with no row made)."""
+    found = latest_verdict_rows(log, judge, fhash)
     if found is None:
-        for r in records:
-            key = (r["task_id"], r["model_a"], r["model_b"], r["order"], judge)
-            yield key, r.get("kind"), r.get("message_sha")
         return
     table, rows = found
     names = ("task_id", "model_a", "model_b", "order", "kind", "message_sha")
