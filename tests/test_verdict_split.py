@@ -150,6 +150,17 @@ def test_the_split_is_used_for_a_large_log_when_a_core_is_free(
     assert verdict_split.splits(size) is split
 
 
+@pytest.mark.parametrize(("readings", "free"), [([1, 0], True), ([1, 1], False), ([0], True)])
+def test_a_thread_running_for_a_blink_is_read_again(
+    monkeypatch: pytest.MonkeyPatch, readings: list[int], free: bool
+) -> None:
+    monkeypatch.setattr(worker_processes.os, "sched_getaffinity", lambda _: {0, 1})
+    left = list(readings)
+    monkeypatch.setattr(worker_processes, "others_running", lambda: left.pop(0))
+    assert worker_processes.core_free() is free
+    assert left == []  # read twice where the first reading was busy, once where it was not
+
+
 def test_a_busy_process_elsewhere_counts() -> None:
     spin = "import time\nend = time.time() + 20\nwhile time.time() < end: pass"
     busy = subprocess.Popen([sys.executable, "-c", spin])

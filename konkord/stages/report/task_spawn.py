@@ -65,6 +65,11 @@ def stop_early() -> None:
         errors.close()
 
 
+def waiting() -> bool:
+    """Whether a worker started early still waits for its tasks."""
+    return any(worker.poll() is None for worker, _ in EARLY)
+
+
 def take_worker() -> tuple[subprocess.Popen[bytes], IO[bytes]]:
     """The worker started early, if it is still waiting; else one started now."""
     while EARLY:

@@ -31,7 +31,7 @@ from konkord.evidence.workers import core_free, die_with_parent
 from konkord.results import files
 from konkord.results.files import StagedTasks, TasksWritten, write_tasks
 from konkord.stages.report.task_source import TaskSource, tasks_of
-from konkord.stages.report.task_spawn import take_worker
+from konkord.stages.report.task_spawn import take_worker, waiting
 
 # Below this many comparisons the thread is as quick: starting the worker costs about half a
 # second of CPU (its imports), and sending the source a tenth more. Tests make it 0.
@@ -39,8 +39,9 @@ PROCESS_MIN_COMPARISONS = 20_000
 
 
 def pays(source: TaskSource) -> bool:
-    """Whether `source`'s tasks are made in a worker process rather than on a thread."""
-    return source.size >= PROCESS_MIN_COMPARISONS and core_free()
+    """Whether `source`'s tasks are made in a worker process rather than on a thread: where
+    they are many and a core is free now, or a worker started early waits for them already."""
+    return source.size >= PROCESS_MIN_COMPARISONS and (waiting() or core_free())
 
 
 class TasksInProcess(StagedTasks):
