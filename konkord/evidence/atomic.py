@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 # The temporary names write_atomic gives: .<name>.<pid>.<8 hex>.tmp
@@ -75,8 +76,11 @@ def forget_sweeps() -> None:
     _swept.clear()
 
 
-def write_atomic(path: Path | str, data: bytes | str, durable: bool = True) -> None:
-    """Replace `path` with `data` all at once (text is written as UTF-8).
+def write_atomic(
+    path: Path | str, data: bytes | str | Sequence[bytes | memoryview], durable: bool = True
+) -> None:
+    """Replace `path` with `data` all at once (text is written as UTF-8; a sequence of
+    buffers one after the other, never joined in memory).
 
     The temporary file sits next to the target (a rename is atomic only within one file
     system), is created with the usual permissions (0666 less the umask), and is removed if
@@ -84,16 +88,18 @@ def write_atomic(path: Path | str, data: bytes | str, durable: bool = True) -> N
     killed process, but not promised after a power cut (for outputs that are rebuilt anyway).
     """
     path = Path(path)
-    payload = data.encode() if isinstance(data, str) else data
+    parts = [data.encode()] if isinstance(data, str) else [data] if isinstance(data, bytes) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_tmp(path.parent)
     tmp = temporary_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
-            written = 0
-            while written < len(payload):
-                written += os.write(fd, payload[written:])
+            for part in parts:
+                view = memoryview(part).cast("B")
+                written = 0
+                while written < len(view):
+                    written += os.write(fd, view[written:])
             if durable:
                 os.fsync(fd)
         finally:

@@ -123,22 +123,23 @@ def save_table(table: VerdictTable, covers: int, log_sha256: str, at: Path) -> b
     for name, values in table.texts.items():
         texts[name], arrays[f"texts/{name}"] = _text_codes(values)
     layout: list[tuple[str, str, int, int]] = []
-    parts: list[bytes] = []
+    parts: list[memoryview | bytes] = []  # the arrays' own bytes: nothing copied or joined
+    body_sha256 = hashlib.sha256()
     offset = 0
     for name, array in arrays.items():
-        data = np.ascontiguousarray(array).tobytes()
+        data = np.ascontiguousarray(array).data.cast("B")
         dtype = array.dtype.str if array.dtype.kind == "S" else array.dtype.name
         layout.append((name, dtype, len(array), offset))
-        parts.append(data)
-        pad = -len(data) % 8
-        parts.append(b"\0" * pad)
-        offset += len(data) + pad
-    body = b"".join(parts)
+        pad = b"\0" * (-len(data) % 8)
+        parts += [data, pad]
+        body_sha256.update(data)
+        body_sha256.update(pad)
+        offset += len(data) + len(pad)
     header = Saved(
         covers=covers,
         log_sha256=log_sha256,
         count=len(table),
-        body_sha256=hashlib.sha256(body).hexdigest(),
+        body_sha256=body_sha256.hexdigest(),
         pool=table.pool[2:],
         texts=texts,
         extra=table.extra,
@@ -154,7 +155,7 @@ def save_table(table: VerdictTable, covers: int, log_sha256: str, at: Path) -> b
     if outside_problem(at.parent, Path(".")) is not None:  # .konkord leads out of the project
         return False
     try:
-        write_atomic(at, b"".join((MAGIC, len(encoded).to_bytes(8, "little"), encoded, body)),
+        write_atomic(at, [MAGIC, len(encoded).to_bytes(8, "little"), encoded, *parts],
                      durable=False)
     except OSError:
         return False
