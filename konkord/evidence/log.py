@@ -29,6 +29,7 @@ from konkord.evidence.parse import (
     ReadsItself,
     Record,
     RecordList,
+    file_version,
     parse_stream,
     parses_as_record,
 )
@@ -218,19 +219,19 @@ class EvidenceLog:
         fcntl.flock(fd, fcntl.LOCK_SH)
         locked = True
         try:
-            stat = os.fstat(fd)
-            version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            version = file_version(fd)
+            size = version[2]
             cached: tuple[T, bool] | None = cache.get(path, version)
             if cached is not None:
                 return cached
-            if stat.st_size == 0 or os.pread(fd, 1, stat.st_size - 1) == b"\n":
+            if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
                 fcntl.flock(fd, fcntl.LOCK_UN)  # a torn tail may be cut: then keep the lock
                 locked = False
             made = collector()
             if isinstance(made, ReadsItself):
-                torn = made.read_stream(path, handle, stat.st_size)
+                torn = made.read_stream(path, handle, size)
             else:
-                torn = parse_stream(path, handle, stat.st_size, made)
+                torn = parse_stream(path, handle, size, made)
             cached = (made.result(path, torn), torn)
         except OSError as exc:
             raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None

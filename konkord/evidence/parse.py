@@ -7,6 +7,7 @@ which re-exports these names.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +259,17 @@ def _name_bad_line(path: Path, content: bytes, lines_before: int = 0) -> None:
         f"{path}:{number}: not a JSON record; was the evidence log edited by hand? "
         "Restore it from git"
     )
+
+
+FileVersion = tuple[int, ...]
+
+
+def file_version(fd: int, size: int | None = None) -> FileVersion:
+    """Which version of a file the open `fd` is: (device, inode, size, modification time),
+    with `size` in place of its size where the caller read only that much. What a parse is
+    kept by (`ParsedStreams`), and what an early reader checks it still has."""
+    stat = os.fstat(fd)
+    return (stat.st_dev, stat.st_ino, stat.st_size if size is None else size, stat.st_mtime_ns)
 
 
 class ParsedStreams:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -237,8 +236,7 @@ def _message(header: Saved, body: memoryview) -> dict[str, Any]:
         distinct, index = header.texts[name], arrays[f"texts/{name}"]
         if count and not -1 <= index.min() <= index.max() < len(distinct):
             raise IndexError("text out of range")
-        shown = list(itemgetter(*index.tolist())([*distinct, None])) if count > 1 else (
-            [[*distinct, None][int(index[0])]] if count else [])
+        shown = list(map([*distinct, None].__getitem__, index.tolist()))  # -1: None
         texts[name] = (shown, np.flatnonzero(index == -1).tolist())
     extra = header.extra
     if any(not 0 <= index < count for index in extra):

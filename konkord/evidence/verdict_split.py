@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from konkord.evidence import parse as evidence_parse
-from konkord.evidence.parse import Reader, parse_stream
+from konkord.evidence.parse import Reader, file_version, parse_stream
 from konkord.evidence.verdict_build import ColumnBuilder, decode_lines
 from konkord.evidence.workers import core_free, worker_env
 
@@ -93,7 +93,7 @@ def _start(path: Path, fd: int, half: int, size: int) -> _Worker | None:
         )  # fmt: skip
     except OSError:
         return None
-    return _Worker(worker, half, _version(fd, size))
+    return _Worker(worker, half, file_version(fd, size))
 
 
 def _finish(
@@ -118,11 +118,6 @@ def _finish(
     while messages:
         into.merge(messages.popleft()[1])
     return bool(torn)
-
-
-def _version(fd: int, size: int) -> tuple[int, ...]:
-    stat = os.fstat(fd)
-    return (stat.st_dev, stat.st_ino, size, stat.st_mtime_ns)
 
 
 # Workers started early (`start_early`), by the log's path, until `read_split` takes them up.
@@ -174,7 +169,7 @@ def _take_early(path: Path, handle: IO[bytes], size: int) -> _Worker | None:
     started = EARLY.pop(str(path.resolve()), None)
     if started is None:
         return None
-    if started.version == _version(handle.fileno(), size) and started.worker.poll() in (None, 0):
+    if started.version == file_version(handle.fileno(), size) and started.worker.poll() in (None, 0):
         return started
     started.stop()
     return None

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 from konkord.errors import KonkordError
 from konkord.evidence import verdict_saved, verdict_split
 from konkord.evidence.log import EvidenceLog, ParsedStreams
-from konkord.evidence.parse import parse_stream
+from konkord.evidence.parse import FileVersion, file_version, parse_stream
 from konkord.evidence.verdict_build import ColumnBuilder
 from konkord.evidence.verdict_rows import RowList, VerdictRow, VerdictTable, rows_of_one_table
 from konkord.evidence.verdict_saved import load_saved, prefix_sha256, save_table, saved_path
@@ -51,17 +51,11 @@ def verdict_table(log: EvidenceLog) -> VerdictTable:
     return log.read_into("verdicts", _TrimmedBuilder, TABLES)
 
 
-Version = tuple[int, ...]
 # Saved columns being read on a thread (`start_early`), by the log's path: the version of the
 # log they were checked against, and the columns with the bytes they cover (or None).
-EARLY: dict[str, tuple[Version, Future[tuple[int, dict[str, Any]] | None]]] = {}
+EARLY: dict[str, tuple[FileVersion, Future[tuple[int, dict[str, Any]] | None]]] = {}
 # Columns being saved on threads of their own (`finish_saving` waits for them).
 SAVING: list[threading.Thread] = []
-
-
-def _version(fd: int) -> Version:
-    stat = os.fstat(fd)
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def start_early(path: Path) -> None:
@@ -80,7 +74,7 @@ def start_early(path: Path) -> None:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return
-    version = _version(fd)
+    version = file_version(fd)
 
     def load() -> tuple[int, dict[str, Any]] | None:
         try:
@@ -100,7 +94,7 @@ def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]]
     if early is not None:
         version, future = early
         loaded = future.result()
-        if version == _version(fd) and version[2] == size:
+        if version == file_version(fd) and version[2] == size:
             return loaded
     return load_saved(saved_path(path), fd, size)
 
