@@ -35,8 +35,8 @@ def saving(project: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     loads: list[int] = []
     real = verdict_table.load_saved
 
-    def counted(at: Path, fd: int, size: int) -> Any:
-        found = real(at, fd, size)
+    def counted(at: Path, fd: int, size: int, whole_sha256: str | None = None) -> Any:
+        found = real(at, fd, size, whole_sha256)
         if found is not None:
             loads.append(found[0])
         return found

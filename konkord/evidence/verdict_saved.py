@@ -199,16 +199,25 @@ def read_header(at: Path) -> tuple[Saved, memoryview] | None:
     return header, body
 
 
-def load_saved(at: Path, fd: int, size: int) -> tuple[int, dict[str, Any]] | None:
+def load_saved(
+    at: Path, fd: int, size: int, whole_sha256: str | None = None
+) -> tuple[int, dict[str, Any]] | None:
     """The columns saved in `at` for the log open as `fd` (its first `size` bytes seen), as a
     builder's message (`ColumnBuilder.merge`) with the bytes they cover; None where there are
     none, they do not read back whole, or the log no longer begins with the bytes they were
-    made from."""
+    made from. `whole_sha256`, the hash (hex) of those `size` bytes where the caller has it,
+    spares hashing them again when the columns cover all of them."""
     found = read_header(at)
     if found is None:
         return None
     header, body = found
-    if not 0 < header.covers <= size or prefix_sha256(fd, header.covers) != header.log_sha256:
+    if not 0 < header.covers <= size:
+        return None
+    if whole_sha256 is not None and header.covers == size:
+        begins = whole_sha256
+    else:
+        begins = prefix_sha256(fd, header.covers)
+    if begins != header.log_sha256:
         return None
     try:
         return header.covers, _message(header, body)
@@ -254,4 +263,5 @@ def _message(header: Saved, body: memoryview) -> dict[str, Any]:
         "extra": dict(extra),
         "offsets": arrays["offsets"],
         "lengths": arrays["lengths"],
+        "log_sha256": header.log_sha256,  # of the log's first `covers` bytes, as checked
     }

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from konkord.errors import KonkordError
-from konkord.evidence import verdict_saved, verdict_split
+from konkord.evidence import log_hashes, verdict_saved, verdict_split
 from konkord.evidence.log import EvidenceLog, ParsedStreams
 from konkord.evidence.parse import FileVersion, file_version, parse_stream
 from konkord.evidence.verdict_build import ColumnBuilder
@@ -76,14 +76,31 @@ def start_early(path: Path) -> None:
         return
     version = file_version(fd)
 
+    # Checking the columns hashes the log's first bytes they cover: all of it, where nothing
+    # was appended since they were saved, and the report's digest then takes that hash; or
+    # the digest was taken first (a stale results file), and the check takes its hash.
+    known = log_hashes.known_sha256(path)
+    whole = None if known is not None else log_hashes.promise(path, version)
+
     def load() -> tuple[int, dict[str, Any]] | None:
+        found = None
         try:
-            return load_saved(at, fd, version[2])
+            found = load_saved(at, fd, version[2], None if known is None else known.hex())
+            return found
         finally:
             os.close(fd)
+            if whole is not None:
+                covers_all = found is not None and found[0] == version[2]
+                whole.set_result(found[1]["log_sha256"] if found and covers_all else None)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-columns")
-    EARLY[key] = (version, pool.submit(load))
+    try:
+        EARLY[key] = (version, pool.submit(load))
+    except BaseException:  # no thread to be had: nobody waits for a hash never taken
+        os.close(fd)
+        if whole is not None:
+            whole.set_result(None)
+        raise
     pool.shutdown(wait=False)
 
 

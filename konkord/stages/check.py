@@ -97,10 +97,13 @@ def _is_current(record: Record | None, item: CheckItem, sandbox: str) -> bool:
 
 def _items(spec: RunSpec, log: EvidenceLog) -> tuple[list[CheckItem], int]:
     """Every check the run's current answers owe, and how many answers are missing."""
+    judged = spec.suite.judged_tasks()  # a conversation's turns each with their tests
+    if not any(task.checks for task in judged):  # (no answer then need be read)
+        return [], 0
     answers = current_answers(log, spec.suite, spec.settings)
     items: list[CheckItem] = []
     missing = 0
-    for task in spec.suite.judged_tasks():  # a conversation's turns each with their tests
+    for task in judged:
         if not task.checks:
             continue
         for model in spec.models:

@@ -277,11 +277,11 @@ def panel_figures(
     for first in range(0, n_t, block):
         stop = min(n_t, first + block)
         wins = panel_wins(panel, first, stop)
-        own = task_strengths(wins, prior)
         steadiness[:, first:stop] = _consistency_per_task(
             wins, task_strengths(wins, CONSISTENCY_PRIOR)
         )
-        if with_consensus:
+        if with_consensus:  # (each judge's own strengths per task serve the consensus alone)
+            own = task_strengths(wins, prior)
             match[:, first:stop], pairs[:, first:stop] = _consensus_per_task(wins, own, prior)
     return PanelFigures(
         consistency=task_mean(steadiness, n_resamples, seed, level),

@@ -17,6 +17,8 @@ from typing import Literal
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
+from konkord.evidence.log_hashes import known_sha256, record
+from konkord.evidence.parse import file_version
 
 DEFAULT_RESAMPLES = 1000
 ResampleUnit = Literal["task", "judgments"]
@@ -46,9 +48,9 @@ def inputs_digest(
     """A hash of everything a results file is computed from, to tell when it is stale.
 
     Given `stream_hashes`, each evidence stream's own sha256 is put there too (by its path),
-    taken from the same reads: what the report stamp's fingerprint needs
-    (`konkord.results.buildstamp.fingerprint`), so that a report reads a 300 MB verdict log
-    once to hash it, not twice."""
+    the same hashes the digest is made of: what the report stamp's fingerprint needs
+    (`konkord.results.buildstamp.fingerprint`), so that a report hashes a 300 MB verdict log
+    once, not two or three times (`konkord.evidence.log_hashes`)."""
     digest = hashlib.sha256()
     digest.update(f"{__version__}|{options}|{spec.models}|{spec.judges}".encode())
     # Prices set every cost figure where no cost was recorded (the one cost rule).
@@ -62,20 +64,33 @@ def inputs_digest(
     for stream in EVIDENCE_STREAMS:
         path = spec.run_dir / f"{stream}.jsonl"
         digest.update(stream.encode())
-        try:
-            with path.open("rb") as handle:  # in chunks: a verdict log can be 300 MB
-                own = hashlib.sha256()
-                while chunk := handle.read(_HASH_CHUNK):
-                    digest.update(chunk)
-                    if stream_hashes is not None:
-                        own.update(chunk)
+        # Each stream by its own sha256: taken here, or where a reader hashed the whole file
+        # already (`log_hashes`: the verdict log's saved columns are checked so).
+        own = known_sha256(path)
+        if own is None:
+            own = _file_sha256(path)
+        if own is not None:
+            digest.update(own)
             if stream_hashes is not None:
-                stream_hashes[str(path)] = own.digest()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it
-            raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
+                stream_hashes[str(path)] = own
     return digest.hexdigest()[:24]
+
+
+def _file_sha256(path: Path) -> bytes | None:
+    """The sha256 of the file at `path`, None where there is none."""
+    try:
+        with path.open("rb") as handle:  # in chunks: a verdict log can be 300 MB
+            before = file_version(handle.fileno())
+            own = hashlib.sha256()
+            while chunk := handle.read(_HASH_CHUNK):
+                own.update(chunk)
+            if file_version(handle.fileno()) == before:  # the report's later readers take it
+                record(path, before, own.hexdigest())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it
+        raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return own.digest()
 
 
 def stored_digest(path: Path) -> str | None:
