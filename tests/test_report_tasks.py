@@ -184,3 +184,17 @@ def test_a_task_file_that_cannot_be_written_stops_the_report_before_its_results_
         write_report(spec, path, FAST)
     assert not path.exists()
     assert calls == ["t00", "t01"]  # in order, and none after the failure
+
+
+def test_msgspec_writes_every_character_as_pydantic_does() -> None:
+    """The comparisons are written by msgspec (`task_json`), the rest of a task by pydantic: a
+    text is the same bytes either way, whatever characters it holds (lone surrogates, which
+    neither writes, aside)."""
+    import msgspec
+    import pydantic_core
+
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert msgspec.json.encode(text) == pydantic_core.to_json(text)
+    assert msgspec.json.encode([True, False, None, {"a": "b"}, []]) == pydantic_core.to_json(
+        [True, False, None, {"a": "b"}, []]
+    )

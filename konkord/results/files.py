@@ -21,9 +21,7 @@ from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
-
-import pydantic_core
+from typing import NamedTuple
 
 from konkord.evidence.atomic import fsync_dir, sweep_stale_tmp, temporary_name, write_atomic
 from konkord.results.task_reading import (
@@ -61,27 +59,26 @@ __all__ = [
 INLINE_TASKS_MAX = 3 * 2**20
 
 class TaskData:
-    """One task as plain data in `TaskView`'s shape: every field, defaults included, in the
-    model's order, each value of the type the model holds (a float where it has a float).
-    Serialised as it is, it gives the bytes the validated `TaskView` would (a test holds the
-    two paths to that), without building a model per comparison and per order: at 20 models
-    x 1,000 tasks that validation cost more than the rest of writing the tasks."""
+    """One task as the JSON its validated `TaskView` writes (without indentation, as a task
+    file holds it), made straight from the evidence (`konkord.stages.report.task_json`)
+    without building a model per comparison and per order: at 20 models x 1,000 tasks that
+    validation cost more than the rest of writing the tasks. A test holds the bytes to what
+    the model, validated from them, writes back. Validated only where the task is kept in the
+    results file, or marked by a cascade."""
 
-    __slots__ = ("data", "id")
+    __slots__ = ("id", "raw")
 
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.data = data
-        self.id: str = data["id"]
+    def __init__(self, task_id: str, raw: bytes) -> None:
+        self.id = task_id
+        self.raw = raw
 
-    def json(self, indent: int | None = None) -> bytes:
-        """The task's JSON, as `TaskView.model_dump_json` writes it (by default without
-        indentation, as a task file holds it: at 20 models x 1,000 tasks indenting made 160 MB
-        of task files instead of 130 MB, and took twice as long to write)."""
-        return pydantic_core.to_json(self.data, indent=indent, inf_nan_mode="constants")
+    def json(self) -> bytes:
+        """The task's JSON, as `TaskView.model_dump_json()` writes it."""
+        return self.raw
 
     def view(self) -> TaskView:
         """The task validated into its model."""
-        return TaskView.model_validate(self.data)
+        return TaskView.model_validate_json(self.raw)
 
 
 def task_folder(path: Path, run: str) -> Path:

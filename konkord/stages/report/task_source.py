@@ -1,14 +1,14 @@
 """The results file's tasks: each task's answers, every comparison with both orders, and the
-labels, as plain data in `TaskView`'s shape (`konkord.results.files.TaskData`), made one task at
-a time from a `TaskSource`, plain data one pickle can carry to another process.
+labels, as the JSON its validated `TaskView` writes (`konkord.results.files.TaskData`), made one
+task at a time from a `TaskSource`, plain data one pickle can carry to another process.
 
 Building and validating a model per comparison and per order cost more than the rest of writing
 the tasks, and the data is typed by construction (every field comes from a record whose types
 the log checked on reading, or from the suite); a test holds it to the bytes the validated
-model writes.
+model writes (`task_json` writes the comparisons).
 
-At 20 models x 1,000 tasks the tasks are 190,000 comparisons and 380,000 order verdicts, 168 MB
-of JSON: about two seconds of work that holds the interpreter. Made from a `TaskSource` they can
+At 20 models x 1,000 tasks the tasks are 190,000 comparisons and 380,000 order verdicts, 136 MB
+of JSON: about a second of work that holds the interpreter. Made from a `TaskSource` they can
 be made in this process (a thread beside the figures) or in a worker process of their own
 (`task_worker`), by the same code, so the two give the same bytes. A judge's comparisons are
 held field by field (the arrays of their columns, or lists); each order as a row of the log's
@@ -29,6 +29,7 @@ from konkord.evidence.log import Record
 from konkord.evidence.verdict_rows import VerdictRow, VerdictTable
 from konkord.evidence.verdicts import CombinedVerdict, OrderPair
 from konkord.results.files import TaskData
+from konkord.stages.report.task_json import ComparisonJson, OrderJson, task_json
 
 # The fields of an order verdict a task shows, as the log's columns hold them.
 VIEW_FIELDS = ("position_winner", "winner", "rationale", "kind", "reason", "detail")
@@ -219,8 +220,8 @@ def _order_ref(verdict: Mapping[str, Any] | None, tables: list[VerdictTable]) ->
 
 
 def tasks_of(source: TaskSource) -> Iterator[TaskData]:
-    """Each task's view (its answers, every comparison with both orders, the labels) as plain
-    data in `TaskView`'s shape, made one at a time as the results file is written: at 20
+    """Each task's view (its answers, every comparison with both orders, the labels) as the
+    JSON of a `TaskView`, made one at a time as the results file is written: at 20
     models x 1,000 tasks they are 190,000 comparisons, which held together cost more memory
     than the rest of the report."""
     labels_by_item: dict[tuple[str, str, str], list[dict[str, str]]] = {}
@@ -248,11 +249,12 @@ def tasks_of(source: TaskSource) -> Iterator[TaskData]:
             for model in source.models
             if (answer := answers.get((task.id, model))) is not None
         ]
-        comparisons: list[dict[str, Any]] = []
+        comparisons: list[ComparisonJson] = []
         for judged, rows_of in by_task:
             rows = rows_of.get(task.id)
             if rows is None:
                 continue
+            judge = judged.judge
             for model_a, model_b, winner, flipped, complete, ab, ba in zip(
                 *judged.take(rows), strict=True
             ):
@@ -261,47 +263,30 @@ def tasks_of(source: TaskSource) -> Iterator[TaskData]:
                     if ref is None:
                         continue
                     if isinstance(ref, dict):
-                        shown.append(_order_view(order, first, ref))
+                        shown.append(_order_json(order, first, ref))
                         continue
                     i = ref
                     shown.append(
-                        {
-                            "order": order,
-                            "shown_first": first,
-                            "position_winner": position_winners[i],
-                            "winner": winners[i],
-                            "rationale": rationales[i],
-                            "failure": None
-                            if kinds[i] == "verdict"
-                            else _failure(reasons[i], details[i]),
-                        }
+                        OrderJson(
+                            order, first, position_winners[i], winners[i], rationales[i],
+                            None if kinds[i] == "verdict" else _failure(reasons[i], details[i]),
+                        )
                     )
                 comparisons.append(
-                    {
-                        "judge": judged.judge,
-                        "model_a": model_a,
-                        "model_b": model_b,
-                        "winner": winner,
-                        "flipped": flipped,
-                        "complete": complete,
-                        "orders": shown,
-                        "labels": labels_by_item.get((task.id, model_a, model_b), []),
-                        "cascade": None,
-                    }
+                    ComparisonJson(
+                        judge, model_a, model_b, winner, bool(flipped), bool(complete), shown,
+                        labels_by_item.get((task.id, model_a, model_b), []),
+                    )
                 )
-        yield TaskData(
-            {
-                "id": task.id,
-                "prompt": task.prompt,
-                "reference": task.reference,
-                "tests": task.tests,
-                "answers": answer_views,
-                "comparisons": comparisons,
-                "turn": None,
-                "earlier": [],
-                **_conversation(source, task.id),
-            }
-        )
+        head = {
+            "id": task.id,
+            "prompt": task.prompt,
+            "reference": task.reference,
+            "tests": task.tests,
+            "answers": answer_views,
+        }
+        tail = {"turn": None, "earlier": [], **_conversation(source, task.id)}
+        yield TaskData(task.id, task_json(head, comparisons, tail))
 
 
 def _answer_view(
@@ -342,18 +327,13 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def _order_view(order: str, shown_first: str, fields: dict[str, Any]) -> dict[str, Any]:
+def _order_json(order: str, shown_first: str, fields: dict[str, Any]) -> OrderJson:
     """One order's verdict as `OrderVerdict` holds it, from its shown fields."""
-    return {
-        "order": order,
-        "shown_first": shown_first,
-        "position_winner": fields["position_winner"],
-        "winner": fields["winner"],
-        "rationale": fields["rationale"],
-        "failure": None
-        if fields["kind"] == "verdict"
-        else _failure(fields["reason"], fields["detail"]),
-    }
+    failure = None if fields["kind"] == "verdict" else _failure(fields["reason"], fields["detail"])
+    return OrderJson(
+        order, shown_first, fields["position_winner"], fields["winner"], fields["rationale"],
+        failure,
+    )
 
 
 def _failure(reason: Any, detail: Any) -> str:
