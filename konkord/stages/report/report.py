@@ -241,6 +241,7 @@ def report_parts(
             by_model[model].append(answer)
     cost = [cost_line(m, "generation", by_model[m], spec.prices.get(m)) for m in spec.models]
     routes: list[R.RouteRow] = []
+    styled: list[tuple[R.JudgeBlock, list[CombinedVerdict]]] = []
     for judge in judges:
         records = records_by_judge[judge]
         combined = combined_by_judge[judge]
@@ -249,9 +250,7 @@ def report_parts(
         block.calibration.objective = _objective(spec, checks, combined, records, labels)
         describe(block, conversation_count([t.id for t in spec.suite.tasks]))
         block.anchored = _anchored(spec, block, combined, answers, labels, options)
-        block.style = style_block(
-            spec, block, complete_only(combined), labels, features, options
-        )
+        styled.append((block, combined))
         deciders = (
             [cascade.plan.first_pass, judge]
             if cascade is not None and judge == cascade.plan.strong
@@ -269,6 +268,13 @@ def report_parts(
             records = decisions.judge_records[judge]
         blocks.append(block)
         cost.append(cost_line(judge, "judge", records, spec.prices.get(judge)))
+    panel = judge_panel(spec, log, combined_by_judge, answers, labels, options)
+    # The style-controlled rankings last: their bootstrap keeps both cores busy, which by now
+    # the task files no longer want (made meanwhile, beside the figures above).
+    for block, combined in styled:
+        block.style = style_block(
+            spec, block, complete_only(combined), labels, features, options
+        )
     suite = spec.suite
     summary = R.Results(
         konkord_version=__version__,
@@ -290,7 +296,7 @@ def report_parts(
         cost=cost,
         pass_rates=pass_rates_block(spec, answers, checks),
         tasks=[],
-        judge_panel=judge_panel(spec, log, combined_by_judge, answers, labels, options),
+        judge_panel=panel,
         routes=routes,
     )
     return summary, tasks
