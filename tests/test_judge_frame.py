@@ -105,3 +105,57 @@ def test_split_refuses_a_tampered_or_foreign_message() -> None:
         split_framed_answers(message.replace("alpha", "gamma"))
     with pytest.raises(ValueError, match="comparison code"):
         split_framed_answers("Please compare these.\n" + message)
+
+
+def joined_message(
+    task: Task, suite: Suite, answer_1: str, answer_2: str,
+    earlier: tuple[tuple[str, str, str], ...] = (),
+) -> str:
+    """The user message as konkord composed it line by line until it was split into a task's
+    head and the answers: the reference the parts must give byte for byte (every message hash
+    in a log rests on it)."""
+    nonce = answers_nonce(answer_1, answer_2)
+    lines = [f"Comparison code: {nonce}", ""]
+    if suite.context and suite.context.strip():
+        lines += ["## Context given to both answerers", suite.context.strip(), ""]
+    if earlier:
+        lines += [
+            "## Conversation so far",
+            "The same user messages went to both answerers; each replied in its own words. "
+            "Answer 1 and Answer 2 below reply to the final user message, under Task.",
+            "",
+        ]
+        for k, (user, reply_1, reply_2) in enumerate(earlier, start=1):
+            lines += [f"### User message {k}", user.strip(), ""]
+            for n, reply in ((1, reply_1), (2, reply_2)):
+                lines += [f"### Answer {n}'s reply {k}", f"<<<ANSWER {n}.{k} BEGIN {nonce}>>>"]
+                lines += [reply, f"<<<ANSWER {n}.{k} END {nonce}>>>", ""]
+    lines += ["## Task", task.prompt.strip(), ""]
+    if task.reference and task.reference.strip():
+        lines += ["## Reference answer", task.reference.strip(), ""]
+    for n, answer in ((1, answer_1), (2, answer_2)):
+        lines += [f"## Answer {n}", f"<<<ANSWER {n} BEGIN {nonce}>>>", answer]
+        lines += [f"<<<ANSWER {n} END {nonce}>>>", ""]
+    lines += ["Compare Answer 1 and Answer 2 against the rubric, then end with your verdict line."]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_message_from_its_parts_is_the_line_by_line_one(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    pieces = ["{", "}", "{nonce}", "%s", "\\", "\n", "  ", "é", "😀", "\x00", "<<<ANSWER 1 END x>>>",
+              "word", " ", "\t", "\r\n"]
+
+    def text() -> str:
+        return "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12)))
+
+    for _ in range(50):
+        suite = make_suite(context=rng.choice([None, "", "  ", text(), "Ctx {x}"]))
+        task = Task(id="t", prompt=text() + "p", reference=rng.choice([None, "", text()]))
+        earlier = tuple((text() + "u", text(), text()) for _ in range(rng.randrange(0, 3)))
+        first, second = text(), text()
+        assert compose_user_message(task, suite, first, second, earlier) == joined_message(
+            task, suite, first, second, earlier
+        )

@@ -110,8 +110,17 @@ def frame_hash(system_prompt: str) -> str:
 
 def answers_nonce(answer_1: str, answer_2: str) -> str:
     """The fence code for one comparison: a hash of both answers, so no answer can forge it."""
-    blob = len(answer_1).to_bytes(8, "big") + answer_1.encode() + b"\x00" + answer_2.encode()
-    return hashlib.sha256(blob).hexdigest()[:NONCE_CHARS]
+    return nonce_of(nonce_first(answer_1), answer_2.encode())
+
+
+def nonce_first(answer_1: str) -> bytes:
+    """Answer 1's share of the bytes its comparison's nonce hashes (`nonce_of`)."""
+    return len(answer_1).to_bytes(8, "big") + answer_1.encode() + b"\x00"
+
+
+def nonce_of(first: bytes, second: bytes) -> str:
+    """The nonce of Answer 1's share (`nonce_first`) and Answer 2's text, encoded."""
+    return hashlib.sha256(first + second).hexdigest()[:NONCE_CHARS]
 
 
 def _begin(n: int | str, nonce: str) -> str:
@@ -134,38 +143,63 @@ def compose_user_message(
     later turn, `earlier` holds each earlier turn as (user message, Answer 1's reply, Answer 2's
     reply), shown before the task (the final user message)."""
     nonce = answers_nonce(answer_1, answer_2)
-    parts = [f"Comparison code: {nonce}", ""]
-    if suite.context and suite.context.strip():
-        parts += ["## Context given to both answerers", suite.context.strip(), ""]
     if earlier:
-        parts += [
-            "## Conversation so far",
-            "The same user messages went to both answerers; each replied in its own words. "
-            "Answer 1 and Answer 2 below reply to the final user message, under Task.",
-            "",
-        ]
-        for k, (user, reply_1, reply_2) in enumerate(earlier, start=1):
-            parts += [f"### User message {k}", user.strip(), ""]
-            for n, reply in ((1, reply_1), (2, reply_2)):
-                parts += [f"### Answer {n}'s reply {k}", _begin(f"{n}.{k}", nonce), reply]
-                parts += [_end(f"{n}.{k}", nonce), ""]
-    parts += ["## Task", task.prompt.strip(), ""]
-    if task.reference and task.reference.strip():
-        parts += ["## Reference answer", task.reference.strip(), ""]
+        head = _conversation_head(task, suite, earlier, nonce)
+    else:
+        head = task_head(suite.context, task.prompt, task.reference)
+    return framed_message(head, nonce, answer_1, answer_2)
+
+
+@lru_cache(maxsize=4096)
+def task_head(context: str | None, prompt: str, reference: str | None) -> str:
+    """What a task's message shows between its comparison code and Answer 1 (no conversation):
+    the context, the task and the reference; made once per task."""
+    parts = _context_lines(context)
+    parts += _task_lines(prompt, reference)
+    return "\n".join(parts) + "\n"
+
+
+def _context_lines(context: str | None) -> list[str]:
+    if context and context.strip():
+        return ["## Context given to both answerers", context.strip(), ""]
+    return []
+
+
+def _task_lines(prompt: str, reference: str | None) -> list[str]:
+    lines = ["## Task", prompt.strip(), ""]
+    if reference and reference.strip():
+        lines += ["## Reference answer", reference.strip(), ""]
+    return lines
+
+
+def _conversation_head(
+    task: Task, suite: Suite, earlier: Sequence[tuple[str, str, str]], nonce: str
+) -> str:
+    """`task_head` with the conversation so far before the task, each reply fenced."""
+    parts = _context_lines(suite.context)
     parts += [
-        "## Answer 1",
-        _begin(1, nonce),
-        answer_1,
-        _end(1, nonce),
+        "## Conversation so far",
+        "The same user messages went to both answerers; each replied in its own words. "
+        "Answer 1 and Answer 2 below reply to the final user message, under Task.",
         "",
-        "## Answer 2",
-        _begin(2, nonce),
-        answer_2,
-        _end(2, nonce),
-        "",
-        "Compare Answer 1 and Answer 2 against the rubric, then end with your verdict line.",
     ]
-    return "\n".join(parts)
+    for k, (user, reply_1, reply_2) in enumerate(earlier, start=1):
+        parts += [f"### User message {k}", user.strip(), ""]
+        for n, reply in ((1, reply_1), (2, reply_2)):
+            parts += [f"### Answer {n}'s reply {k}", _begin(f"{n}.{k}", nonce), reply]
+            parts += [_end(f"{n}.{k}", nonce), ""]
+    parts += _task_lines(task.prompt, task.reference)
+    return "\n".join(parts) + "\n"
+
+
+def framed_message(head: str, nonce: str, answer_1: str, answer_2: str) -> str:
+    """The user message: its comparison code, `head` (`task_head`), both answers fenced."""
+    return (
+        f"Comparison code: {nonce}\n\n{head}"
+        f"## Answer 1\n<<<ANSWER 1 BEGIN {nonce}>>>\n{answer_1}\n<<<ANSWER 1 END {nonce}>>>\n\n"
+        f"## Answer 2\n<<<ANSWER 2 BEGIN {nonce}>>>\n{answer_2}\n<<<ANSWER 2 END {nonce}>>>\n\n"
+        "Compare Answer 1 and Answer 2 against the rubric, then end with your verdict line."
+    )
 
 
 _NONCE_LINE = re.compile(rf"\AComparison code: ([0-9a-f]{{{NONCE_CHARS}}})$", re.MULTILINE)

@@ -14,7 +14,11 @@ from konkord.configuration.judge_frame import (
     ParsedVerdict,
     compose_system_prompt,
     compose_user_message,
+    framed_message,
+    nonce_first,
+    nonce_of,
     parse_verdict,
+    task_head,
 )
 from konkord.configuration.runspec import RunSpec
 from konkord.configuration.suite import Task
@@ -79,6 +83,39 @@ def user_message(spec: RunSpec, item: JudgeItem) -> str:
     """The user message of one judge call: the task and the two answers in the shown order."""
     answer_1, answer_2 = item.shown
     return compose_user_message(item.task, spec.suite, answer_1, answer_2, item.shown_earlier)
+
+
+class MessageShas:
+    """`message_sha(user_message(spec, item))` of many judge calls of one run: each task's head
+    made once, each answer encoded once for its comparisons' nonces (20 times at 20 models, not
+    380 in both orders), the message filled in one formatted string. `konkord build` checks
+    every verdict of a 20 x 1,000 run against its message: 380,000 of them."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self._heads: dict[str, str] = {}
+        self._first: dict[str, bytes] = {}
+        self._second: dict[str, bytes] = {}
+
+    def of(self, item: JudgeItem) -> str:
+        """The hash of `item`'s user message."""
+        if item.earlier:  # a conversation's later turn: composed whole
+            return message_sha(user_message(self.spec, item))
+        answer_1, answer_2 = item.shown
+        task = item.task
+        head = self._heads.get(task.id)
+        if head is None:
+            head = self._heads[task.id] = task_head(
+                self.spec.suite.context, task.prompt, task.reference
+            )
+        first = self._first.get(answer_1)
+        if first is None:
+            first = self._first[answer_1] = nonce_first(answer_1)
+        second = self._second.get(answer_2)
+        if second is None:
+            second = self._second[answer_2] = answer_2.encode()
+        nonce = nonce_of(first, second)
+        return message_sha(framed_message(head, nonce, answer_1, answer_2))
 
 
 def _winner(item: JudgeItem, position: str) -> str:

@@ -22,7 +22,7 @@ from konkord.evidence.verdicts import (
     load_verdicts,
 )
 from konkord.stages.judge.design import designed_pairs
-from konkord.stages.judge.judge_call import JudgeItem, message_sha, user_message
+from konkord.stages.judge.judge_call import JudgeItem, MessageShas
 from konkord.stages.run import current_answers
 
 
@@ -81,6 +81,7 @@ def done_keys(
     owed = {item.key: item for item in items if item.judge == judge}
     known = sent or {}
     done = set()
+    shas = MessageShas(spec)
     for key, kind, held in _verdict_keys(log, judge, fhash):
         if kind != "verdict":
             continue
@@ -89,7 +90,7 @@ def done_keys(
             continue
         wanted = known.get(key)
         if wanted is None:
-            wanted = message_sha(user_message(spec, item))
+            wanted = shas.of(item)
         if wanted == held:
             done.add(key)
     return done
@@ -136,11 +137,12 @@ def current_combined(
     fold_stream(log, "verdicts", keep)
     owed = {item.key: item for item in items}
     by_task: dict[str, dict[str, list[tuple[Key5, tuple[Any, ...]]]]] = {j: {} for j in judges}
+    shas = MessageShas(spec)
     for key, found in latest.items():
         item = owed.get(key)
         if found is None or item is None:
             continue
-        asked = sent.get(key) or message_sha(user_message(spec, item))
+        asked = sent.get(key) or shas.of(item)
         if asked == found[-1]:
             by_task[item.judge].setdefault(key[0], []).append((key, found))
     latest.clear()
