@@ -7,7 +7,7 @@ from the planning and bookkeeping of a whole judge stage.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from konkord.configuration.judge_frame import (
     RETRY_REMINDER,
@@ -28,9 +28,12 @@ from konkord.evidence.verdicts import answer_sha
 from konkord.providers.llm import CallResult, CallSettings, Message, ModelClient
 
 
-@dataclass(frozen=True, slots=True)  # slots: 48 bytes less each, 380,000 of them in a batch stage
-class JudgeItem:
-    """One judge call to make: a task, a pair (model_a < model_b), an order, a judge."""
+class JudgeItem(NamedTuple):
+    """One judge call to make: a task, a pair (model_a < model_b), an order, a judge.
+
+    A named tuple: made 380,000 times by every check of a 20 x 1,000 run (`konkord build`
+    asks what each judge still owes), in a quarter of a frozen dataclass's time, and as small.
+    """
 
     task: Task
     model_a: str
