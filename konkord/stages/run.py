@@ -112,12 +112,20 @@ def current_conversations(
             index[key] = record
     out: dict[tuple[str, str], list[Record]] = {}
     for task in suite.tasks:
+        # the first turn's messages are every model's: hashed once (20,000 times over at 20
+        # models x 1,000 tasks otherwise, when `konkord build` asks what answers are missing)
+        first = answer_key_hash(conversation_messages(suite, task, 1, []), settings)
         for model in sorted(models.get(task.id, ())):
             chain: list[Record] = []
             earlier: list[str] = []
             for turn in range(1, len(task.conversation()) + 1):
-                messages = conversation_messages(suite, task, turn, earlier)
-                found = index.get((task.id, model, answer_key_hash(messages, settings)))
+                if turn == 1:
+                    asked = first
+                else:
+                    asked = answer_key_hash(
+                        conversation_messages(suite, task, turn, earlier), settings
+                    )
+                found = index.get((task.id, model, asked))
                 if found is None:
                     break
                 chain.append(found)
