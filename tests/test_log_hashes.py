@@ -118,3 +118,17 @@ def test_the_reports_digest_is_the_same_whoever_hashed_the_log(saving: list[int]
     with path.open("a") as handle:  # a verdict more: the digest changes with it
         handle.write(path.read_text().splitlines(keepends=True)[-1])
     assert inputs_digest(spec, options) != alone
+
+
+def test_a_log_read_without_an_early_start_hands_on_its_hash(saving: list[int]) -> None:
+    log = saved_log()
+    path = log.path("verdicts")
+    read_afresh(log)  # `konkord build` reads the table first, then takes the digest
+    assert saving == [path.stat().st_size]
+    assert log_hashes.known_sha256(path) == sha256_of(path)
+    log_hashes.PROMISED.clear()
+    log_hashes.record(path, version_of(path), sha256_of(path).hex())  # the digest first
+    saving.clear()
+    table = read_afresh(log)
+    assert saving == [path.stat().st_size]
+    assert_same_table(table, parsed(log))

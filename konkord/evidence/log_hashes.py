@@ -38,22 +38,24 @@ def record(path: Path, version: FileVersion, sha256: str) -> None:
     promise(path, version).set_result(sha256)
 
 
-def known_sha256(path: Path) -> bytes | None:
+def known_sha256(path: Path, version: FileVersion | None = None) -> bytes | None:
     """The sha256 of the whole file at `path` as promised (waiting for it if it is still being
-    taken), where the file is still the version it was taken of; else None."""
+    taken), where the file is still the version it was taken of (or is `version`, the version
+    of the caller's open file); else None."""
     found = PROMISED.get(str(path.resolve()))
     if found is None:
         return None
-    version, future = found
+    taken, future = found
     digest = future.result()
     if digest is None:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        current = file_version(fd)
-    finally:
-        os.close(fd)
-    return bytes.fromhex(digest) if current == version else None
+    if version is None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            version = file_version(fd)
+        finally:
+            os.close(fd)
+    return bytes.fromhex(digest) if version == taken else None

@@ -113,7 +113,14 @@ def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]]
         loaded = future.result()
         if version == file_version(fd) and version[2] == size:
             return loaded
-    return load_saved(saved_path(path), fd, size)
+    # Read now: with the hash of the whole log where a reader took it already, or handing on
+    # the one taken here (`log_hashes`: `konkord build` checks the verdicts, then the digest).
+    version = file_version(fd)
+    whole = log_hashes.known_sha256(path, version) if version[2] == size else None
+    loaded = load_saved(saved_path(path), fd, size, None if whole is None else whole.hex())
+    if whole is None and loaded is not None and loaded[0] == size == version[2]:
+        log_hashes.record(path, version, loaded[1]["log_sha256"])
+    return loaded
 
 
 def save_columns(log: EvidenceLog) -> None:
