@@ -14,6 +14,7 @@ freshness check reads it before importing numpy).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from concurrent.futures import Future
 from pathlib import Path
@@ -59,3 +60,27 @@ def known_sha256(path: Path, version: FileVersion | None = None) -> bytes | None
         finally:
             os.close(fd)
     return bytes.fromhex(digest) if version == taken else None
+
+
+_HASH_CHUNK = 1 << 22
+
+
+def sha256_of(path: Path) -> bytes | None:
+    """The sha256 of the whole file at `path`: as a reader took it already, or hashed here (in
+    chunks: a verdict log can be 300 MB) and kept for the readers after; None where there is no
+    file. Raises OSError where it cannot be read."""
+    known = known_sha256(path)
+    if known is not None:
+        return known
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        before = file_version(handle.fileno())
+        digest = hashlib.sha256()
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+        if file_version(handle.fileno()) == before:
+            record(path, before, digest.hexdigest())
+    return digest.digest()

@@ -17,14 +17,12 @@ from typing import Literal
 from konkord import __version__
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
-from konkord.evidence.log_hashes import known_sha256, record
-from konkord.evidence.parse import file_version
+from konkord.evidence.log_hashes import sha256_of
 
 DEFAULT_RESAMPLES = 1000
 ResampleUnit = Literal["task", "judgments"]
 EVIDENCE_STREAMS = ("answers", "verdicts", "prompts", "labels", "checks")
 _HEAD_BYTES = 1 << 16
-_HASH_CHUNK = 1 << 22  # the top-level fields come first in a results file
 _STORED = re.compile(rb'^ ?"inputs_digest": (null|"([0-9a-f]*)")', re.MULTILINE)
 
 
@@ -66,31 +64,15 @@ def inputs_digest(
         digest.update(stream.encode())
         # Each stream by its own sha256: taken here, or where a reader hashed the whole file
         # already (`log_hashes`: the verdict log's saved columns are checked so).
-        own = known_sha256(path)
-        if own is None:
-            own = _file_sha256(path)
+        try:
+            own = sha256_of(path)
+        except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it
+            raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
         if own is not None:
             digest.update(own)
             if stream_hashes is not None:
                 stream_hashes[str(path)] = own
     return digest.hexdigest()[:24]
-
-
-def _file_sha256(path: Path) -> bytes | None:
-    """The sha256 of the file at `path`, None where there is none."""
-    try:
-        with path.open("rb") as handle:  # in chunks: a verdict log can be 300 MB
-            before = file_version(handle.fileno())
-            own = hashlib.sha256()
-            while chunk := handle.read(_HASH_CHUNK):
-                own.update(chunk)
-            if file_version(handle.fileno()) == before:  # the report's later readers take it
-                record(path, before, own.hexdigest())
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # a folder where the stream should be: as EvidenceLog says it
-        raise KonkordError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return own.digest()
 
 
 def stored_digest(path: Path) -> str | None:
