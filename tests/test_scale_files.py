@@ -18,6 +18,7 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, TornLineWarning
 from konkord.results import files as results_files
 from konkord.results.schema import TaskView, read_results, write_results
+from konkord.site.generate import load_results_fast
 from konkord.site.limits import MAX_FILE_BYTES
 from konkord.stages.build.build import build_site
 
@@ -76,6 +77,45 @@ def test_an_edited_task_file_is_refused_by_name(tmp_path: Path, split_small: Non
     with pytest.raises(KonkordError) as info:
         read_results(path)
     assert f"{shard}: cannot read this task file of {path}" in str(info.value)
+
+
+def test_a_task_file_changed_after_its_check_is_refused_when_read(
+    tmp_path: Path, split_small: None
+) -> None:
+    """The shelf keeps each file's hash as checked: a file edited between the check and the
+    page that reads it is refused, not rendered."""
+    results = make_results("big", models=["m/a", "m/b"], judges=["j/x"], n_tasks=3)
+    path = tmp_path / "big.json"
+    write_results(results, path)
+    shelf = load_results_fast(path).tasks
+    assert isinstance(shelf, results_files.TaskShelf)
+    assert shelf[0] == results.tasks[0]
+    shard = tmp_path / "big.tasks" / f"{results.tasks[2].id}.json"
+    shard.write_text(shard.read_text().replace('"prompt"', '"prompt" ', 1))
+    with pytest.raises(KonkordError, match="changed since it was checked"):
+        shelf[2]
+
+
+def test_a_worker_handed_the_checked_hashes_reads_only_its_own_task_files(
+    tmp_path: Path, split_small: None
+) -> None:
+    """With the hashes the main process checked, a slice reads the tasks it renders and no
+    other: a missing file elsewhere is never opened, and its own are still held to their
+    hashes."""
+    results = make_results("big", models=["m/a", "m/b"], judges=["j/x"], n_tasks=4)
+    path = tmp_path / "big.json"
+    write_results(results, path)
+    checked = load_results_fast(path).tasks
+    assert isinstance(checked, results_files.TaskShelf) and checked.shas is not None
+    (tmp_path / "big.tasks" / f"{results.tasks[0].id}.json").unlink()
+    with pytest.raises(KonkordError, match="cannot read this task file"):
+        load_results_fast(path)  # unchecked: every file is read
+    shelf = load_results_fast(path, checked=checked.shas).tasks
+    assert shelf[3] == results.tasks[3]
+    shard = tmp_path / "big.tasks" / f"{results.tasks[1].id}.json"
+    shard.write_text(shard.read_text().replace('"prompt"', '"prompt" ', 1))
+    with pytest.raises(KonkordError, match="changed since it was checked"):
+        shelf[1]
 
 
 def test_a_task_file_path_cannot_leave_the_results_folder(tmp_path: Path, split_small: None) -> None:

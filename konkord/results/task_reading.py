@@ -51,21 +51,38 @@ def task_file_paths(path: Path, files: TaskFiles) -> Iterator[tuple[str, Path]]:
 
 
 def load_tasks(
-    path: Path, results: ResultsT, parse: bool = True, lazy: bool = False
+    path: Path,
+    results: ResultsT,
+    parse: bool = True,
+    lazy: bool = False,
+    checked: Sequence[bytes] | None = None,
 ) -> ResultsT:
     """The results with their tasks read back from `task_files` (unchanged if inline); with
     parse=False the task files are only checked against their hash, and the results come
     back as they are (no tasks, `task_files` set); with lazy=True they are checked, and the
-    tasks come back as a `TaskShelf` that parses each when asked."""
+    tasks come back as a `TaskShelf` that parses each when asked, checking it again against
+    its own hash as read.
+
+    `checked` (with lazy=True) holds each task file's sha256 as another process found it
+    when it checked these very results (`TaskShelf.shas`): the files are then not all read
+    here, only each one as it is asked for, against its own hash. A worker rendering a tenth
+    of a large run's tasks reads a tenth of its task files, not all of them."""
     files = results.task_files
     if files is None:
         return results
+    if lazy and checked is not None and len(checked) == len(files.ids):
+        list(task_file_paths(path, files))  # names that leave the folder: refused all the same
+        shelf = TaskShelf(path, files, results.run, shas=tuple(checked))
+        return results.model_copy(update={"tasks": shelf, "task_files": None})
     digest = hashlib.sha256()
     tasks: list[TaskView] = []
+    shas: list[bytes] = []
     for _, task_path in task_file_paths(path, files):
         data = _read_task(path, task_path, results.run)
         digest.update(data)
-        if parse and not lazy:
+        if lazy:
+            shas.append(hashlib.sha256(data).digest())
+        elif parse:
             tasks.append(_parse_task(task_path, data, results.run))
     if digest.hexdigest() != files.sha256:
         raise KonkordError(
@@ -74,7 +91,9 @@ def load_tasks(
         )
     if not parse:
         return results
-    shelf: Sequence[TaskView] = TaskShelf(path, files, results.run) if lazy else tasks
+    shelf: Sequence[TaskView] = (
+        TaskShelf(path, files, results.run, shas=tuple(shas)) if lazy else tasks
+    )
     # In memory the results are whole again: where the tasks go is decided when written.
     return results.model_copy(update={"tasks": shelf, "task_files": None})
 
@@ -118,17 +137,21 @@ class TaskShelf(Sequence[TaskView]):
         files: TaskFiles,
         run: str,
         shown: Callable[[TaskView], TaskView] | None = None,
+        shas: tuple[bytes, ...] | None = None,
     ) -> None:
         self.path = path
         self.files = files
         self.run = run
         self.shown = shown
         self.ids = list(files.ids)
+        # Each file's sha256 as checked with the others against the results file's hash: a
+        # file changed since is refused when read, not rendered.
+        self.shas = shas
         self._kept: dict[int, TaskView] = {}
 
     def showing(self, shown: Callable[[TaskView], TaskView]) -> TaskShelf:
         """The same tasks, each passed through `shown` when read."""
-        return TaskShelf(self.path, self.files, self.run, shown)
+        return TaskShelf(self.path, self.files, self.run, shown, self.shas)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -147,7 +170,13 @@ class TaskShelf(Sequence[TaskView]):
         task = self._kept.get(index)
         if task is None:
             task_path = self.path.parent / self.files.folder / f"{self.ids[index]}.json"
-            task = _parse_task(task_path, _read_task(self.path, task_path, self.run), self.run)
+            data = _read_task(self.path, task_path, self.run)
+            if self.shas is not None and hashlib.sha256(data).digest() != self.shas[index]:
+                raise KonkordError(
+                    f"{task_path}: this task file of {self.path} changed since it was "
+                    f"checked; {_regenerate(self.run)}"
+                )
+            task = _parse_task(task_path, data, self.run)
             if self.shown is not None:
                 task = self.shown(task)
             if len(self._kept) >= self.KEPT:

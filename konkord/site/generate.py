@@ -8,7 +8,7 @@ neither rendered nor written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,16 +85,21 @@ def redirects(outputs: Iterable[str]) -> str:
     return root + "".join(f"/{folder} /{folder}/ 301\n" for folder in folders) + splat
 
 
-def load_results_fast(path: Path, data: bytes | None = None) -> Results:
+def load_results_fast(
+    path: Path, data: bytes | None = None, checked: Sequence[bytes] | None = None
+) -> Results:
     """Parse and validate a results file in one pass of pydantic's JSON parser; any problem
-    falls back to `read_results`, whose message names the file and the fix."""
+    falls back to `read_results`, whose message names the file and the fix. `checked`: its
+    task files' hashes as another process checked them with these very bytes
+    (`konkord.results.task_reading.load_tasks`)."""
     try:
         results = Results.model_validate_json(path.read_bytes() if data is None else data)
     except (ValidationError, OSError):
         return read_results(path)
     if results.schema_version != SCHEMA_VERSION:
         return read_results(path)
-    return load_tasks(path, results, lazy=True)  # a large run's tasks: read as rendered
+    # a large run's tasks: read as rendered
+    return load_tasks(path, results, lazy=True, checked=checked)
 
 
 @dataclass

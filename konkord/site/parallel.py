@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from konkord.results.files import TaskShelf
+from konkord.results.schema import Results
+from konkord.site.environment import sha256
 from konkord.site.generate import (
     LoadedRun,
     SiteRenderer,
@@ -49,6 +52,10 @@ class RenderJob:
     content_dir: Path
     previous_outputs: dict[str, str]
     tasks: range | None = None  # None: the whole run; else only these task pages
+    # The results file's sha256 and each of its task files' as the main process checked them
+    # (`load_tasks`): a slice's worker then reads only its own task files, each against its
+    # hash, not all of them against the results file's.
+    checked: tuple[str, tuple[bytes, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,13 +100,22 @@ def render_job(job: RenderJob) -> RenderOutcome:
     if job.tasks is None:
         pages, line = renderer.render_run(job.run)
     else:  # the main process checked the task ids before handing out slices
-        planner = RunPlanner(load_results_fast(job.run.path), renderer.content, job.run.entry.names)
+        planner = RunPlanner(load_checked(job), renderer.content, job.run.entry.names)
         pages = {}
         renderer.render_plans(job.run, planner.tasks(job.tasks, rows), pages)
         line = ""
     return RenderOutcome(
         pages, writer.current.outputs, writer.written, writer.unchanged, line, rows
     )
+
+
+def load_checked(job: RenderJob) -> Results:
+    """The job's results file, its task files trusted to be as the main process checked them
+    only if the results file's bytes are the ones it checked."""
+    data = job.run.path.read_bytes()
+    if job.checked is not None and sha256(data) == job.checked[0]:
+        return load_results_fast(job.run.path, data, checked=job.checked[1])
+    return load_results_fast(job.run.path, data)
 
 
 def worker_count() -> int:
@@ -157,13 +173,23 @@ def _submit_slices(
     workers: int,
 ) -> _SplitRun:
     """Check a large run's task ids, then hand its task slices to the pool."""
-    results = load_results_fast(run.path)
+    data = run.path.read_bytes()
+    results = load_results_fast(run.path, data)
     validate_task_ids(results, run.path)  # before any worker makes a folder of one
+    shelf = results.tasks
+    checked = (
+        (sha256(data), shelf.shas)
+        if isinstance(shelf, TaskShelf) and shelf.shas is not None
+        else None
+    )
     planner = RunPlanner(results, renderer.content, run.entry.names)
     parts = slices(len(planner.results.tasks), workers * SLICES_PER_WORKER)
     previous = _previous_of(renderer.writer, run)
     paths = (out.resolve(), renderer.templates_dir.resolve(), content_dir.resolve())
-    futures = [pool.submit(render_job, RenderJob(run, *paths, previous, part)) for part in parts]
+    futures = [
+        pool.submit(render_job, RenderJob(run, *paths, previous, part, checked))
+        for part in parts
+    ]
     return _SplitRun(planner, {}, 0, futures)
 
 
