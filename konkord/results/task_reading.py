@@ -72,8 +72,8 @@ def load_tasks(
         return results
     if lazy and checked is not None and len(checked) == len(files.ids):
         list(task_file_paths(path, files))  # names that leave the folder: refused all the same
-        shelf = TaskShelf(path, files, results.run, shas=tuple(checked))
-        return results.model_copy(update={"tasks": shelf, "task_files": None})
+        lazy_shelf = TaskShelf(path, files, results.run, shas=tuple(checked))
+        return results.model_copy(update={"tasks": lazy_shelf, "task_files": None})
     digest = hashlib.sha256()
     tasks: list[TaskView] = []
     shas: list[bytes] = []
