@@ -127,8 +127,9 @@ def answer_pairs(task: TaskView, folded: bool = False) -> list[dict[str, Any]]:
                 Fields(
                     id=pair_anchor(left, right),
                     notable=shown and folded,
-                    # where each verdict's card is: on this page, or on the other verdicts' page
-                    cards="" if shown else "verdicts/",
+                    # where each verdict's card is: on this page, or on the other verdicts'
+                    # page (named as a file, as `file_links` would: nothing left to rewrite)
+                    cards="" if shown else "verdicts/index.html",
                     model_a=left,
                     model_b=right,
                     answer_a=answers[left],
