@@ -16,7 +16,7 @@ from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
 from konkord.providers.door import check_options, make_client
 from konkord.providers.loading import is_offline_model
-from konkord.stages.report.report import ReportOptions, inputs_digest, write_report
+from konkord.stages.report.freshness import ReportOptions, inputs_digest
 from konkord.stages.run import answers_to_make
 
 Echo = Callable[[str], None]
@@ -123,6 +123,10 @@ def ensure_run(
     # Taken once: it tells whether the results are stale, and is written into new ones.
     digest = inputs_digest(spec, options) if spec.results_path.exists() else None
     if not _results_current(spec, digest):
+        # Imported only here: the statistics (scipy, about 0.6 s) are not loaded by a build
+        # whose results files are current.
+        from konkord.stages.report.report import write_report
+
         echo(f"  {spec.name}: computing {spec.results_path}")
         write_report(spec, spec.results_path, options, digest)
     return notes

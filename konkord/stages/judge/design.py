@@ -14,18 +14,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record, now_iso
-from konkord.stats import PairwiseDifferences
-from konkord.stats.design import (
-    IntArray,
-    next_round,
-    random_design,
-    start_pairs_per_task,
-)
+
+if TYPE_CHECKING:  # the statistics (scipy) are imported where a design is made, not by
+    # every command that asks which pairs the design owes (a fixed design owes all)
+    from konkord.stats import PairwiseDifferences
+    from konkord.stats.design import IntArray
 
 Pair = tuple[str, str, str]  # (task_id, model_a, model_b), model_a < model_b
 STREAM = "designs"
@@ -59,6 +58,8 @@ def _named(spec: RunSpec, rows: IntArray) -> list[Pair]:
 
 def start_design(spec: RunSpec) -> list[Pair]:
     """The first round: K pairs per task (random), or the adaptive design's balanced start."""
+    from konkord.stats.design import random_design, start_pairs_per_task
+
     m, n_tasks = len(spec.models), len(spec.suite.tasks)
     d = spec.design
     k = (
@@ -97,7 +98,7 @@ def record_start(spec: RunSpec, log: EvidenceLog) -> None:
     )  # fmt: skip
 
 
-Fit = Callable[[], tuple[np.ndarray, np.ndarray, PairwiseDifferences, float] | None]
+Fit = Callable[[], "tuple[np.ndarray, np.ndarray, PairwiseDifferences, float] | None"]
 
 
 def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
@@ -106,6 +107,8 @@ def choose_round(spec: RunSpec, log: EvidenceLog, fit: Fit) -> Record | None:
     `fit` gives the current ranking as (order, supported, difference intervals, the widening of
     its family-wise bar) from the report's fit, floors and sign test, or None when there is
     none to fit yet."""
+    from konkord.stats.design import next_round
+
     recorded = rounds(spec, log)
     if spec.design.kind != "adaptive" or not recorded or recorded[-1].get("stop"):
         return None
