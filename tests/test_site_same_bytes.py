@@ -1,6 +1,6 @@
 """The cheaper forms of what renders every page give the same text as the plain ones: the site's
 escape as markupsafe's, the pairs' attribute-dicts as dicts, the folder links' rewrite as the
-one-call-a-link form."""
+one-call-a-link form, a macro kept once per page as called each time."""
 
 from __future__ import annotations
 
@@ -79,6 +79,38 @@ def test_fields_read_as_keys_and_as_attributes(tmp_path: Path) -> None:
     )
     rendered = make_environment(tmp_path).get_template("page.html").render(p=pair)
     assert rendered == "m1 False False True"
+
+
+def test_a_macro_once_per_page_repeats_its_markup(tmp_path: Path) -> None:
+    """`once_per_page` renders a macro once for the same objects and options, and again for
+    others: the page reads exactly as with a call each time."""
+    (tmp_path / "page.html").write_text(
+        "{% macro card(a, css='x') %}[{{ a.name }}:{{ css }}:{{ tick() }}]{% endmacro %}"
+        "{% set once = once_per_page(card) %}"
+        "{% for a in items %}{{ once(a, css='p') }}{% endfor %}|{{ once(items[0]) }}"
+    )
+    calls: list[int] = []
+
+    def tick() -> int:
+        calls.append(1)
+        return len(calls)
+
+    class Item:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    first, second = Item("<a>"), Item("b")
+    rendered = make_environment(tmp_path).get_template("page.html").render(
+        items=[first, second, first, first], tick=tick
+    )
+    # rendered once per (object, options): first with css p, second, then first with css x
+    assert rendered == "[&lt;a&gt;:p:1][b:p:2][&lt;a&gt;:p:1][&lt;a&gt;:p:1]|[&lt;a&gt;:x:3]"
+    assert len(calls) == 3
+    # a second page starts with nothing kept
+    again = make_environment(tmp_path).get_template("page.html").render(
+        items=[second], tick=tick
+    )
+    assert again == "[b:p:4]|[b:x:5]"
 
 
 def folder_links_one_by_one(html: str) -> str:
