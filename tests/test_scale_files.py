@@ -8,6 +8,7 @@ import shutil
 import warnings
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
@@ -89,7 +90,7 @@ def test_a_task_file_changed_after_its_check_is_refused_when_read(
     write_results(results, path)
     shelf = load_results_fast(path).tasks
     assert isinstance(shelf, results_files.TaskShelf)
-    assert shelf[0] == results.tasks[0]
+    assert msgspec.to_builtins(shelf[0]) == results.tasks[0].model_dump(mode="json")
     shard = tmp_path / "big.tasks" / f"{results.tasks[2].id}.json"
     shard.write_text(shard.read_text().replace('"prompt"', '"prompt" ', 1))
     with pytest.raises(KonkordError, match="changed since it was checked"):
@@ -111,7 +112,7 @@ def test_a_worker_handed_the_checked_hashes_reads_only_its_own_task_files(
     with pytest.raises(KonkordError, match="cannot read this task file"):
         load_results_fast(path)  # unchecked: every file is read
     shelf = load_results_fast(path, checked=checked.shas).tasks
-    assert shelf[3] == results.tasks[3]
+    assert msgspec.to_builtins(shelf[3]) == results.tasks[3].model_dump(mode="json")
     shard = tmp_path / "big.tasks" / f"{results.tasks[1].id}.json"
     shard.write_text(shard.read_text().replace('"prompt"', '"prompt" ', 1))
     with pytest.raises(KonkordError, match="changed since it was checked"):

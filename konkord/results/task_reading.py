@@ -13,6 +13,7 @@ from typing import Any, Protocol, Self, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from konkord.errors import KonkordError
+from konkord.results.task_structs import read_task
 from konkord.results.tasks import TaskFiles, TaskView
 
 
@@ -112,9 +113,11 @@ def _read_task(path: Path, task_path: Path, run: str) -> bytes:
         ) from None
 
 
-def _parse_task(task_path: Path, data: bytes, run: str) -> TaskView:
+def _parse_task(task_path: Path, data: bytes, run: str, for_pages: bool = False) -> TaskView:
+    """The task in a task file; `for_pages`: as read-only structs where they take it
+    (`task_structs.read_task`), for a page to read."""
     try:
-        return TaskView.model_validate_json(data)
+        return read_task(data) if for_pages else TaskView.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "the top"
@@ -127,7 +130,8 @@ class TaskShelf(Sequence[TaskView]):
     """A large run's tasks, each read from its file when asked and only the last few kept:
     at 20 models x 1,000 tasks they are 190,000 comparisons, which the site renders one task
     page at a time and never needs at once. `shown` is applied to each task as it is read
-    (display names)."""
+    (display names). Each task comes as read-only structs with the model's fields where they
+    take its file (`task_structs`): the pages only read them."""
 
     KEPT = 4
 
@@ -176,7 +180,7 @@ class TaskShelf(Sequence[TaskView]):
                     f"{task_path}: this task file of {self.path} changed since it was "
                     f"checked; {_regenerate(self.run)}"
                 )
-            task = _parse_task(task_path, data, self.run)
+            task = _parse_task(task_path, data, self.run, for_pages=True)
             if self.shown is not None:
                 task = self.shown(task)
             if len(self._kept) >= self.KEPT:

@@ -19,6 +19,7 @@ import jinja2
 from konkord.configuration.display_names import renamed, specs_by_name
 from konkord.results.files import TaskShelf, task_ids
 from konkord.results.schema import Results
+from konkord.results.task_structs import renamed_task
 from konkord.site.contexts import (
     calibration_context,
     leaderboard_context,
@@ -116,7 +117,7 @@ class RunPlanner:
         tasks = results.tasks
         if isinstance(tasks, TaskShelf):  # a large run's tasks, renamed one at a time as read
             results = renamed(results.model_copy(update={"tasks": []}), names)
-            shelf = tasks.showing(lambda task: renamed(task, names)) if names else tasks
+            shelf = tasks.showing(lambda task: renamed_task(task, names)) if names else tasks
             results = results.model_copy(update={"tasks": shelf})
         else:
             results = renamed(results, names)
