@@ -12,11 +12,13 @@ and its verdicts' message hashes made again for that prompt, so every record is 
 `report` and `build` are timed on that: the same records, files and pages a judged run of that
 size has. --repeats N times judge, report and build N times each (median and range).
 
-`report` starts from the run as `konkord judge` leaves it: the verdict log with its columns
-saved in .konkord/columns (konkord/evidence/verdict_saved.py; saved here the way the judge saves
-them, where the log was copied rather than judged). `report-cold` times the report of the same
-log without them (a log judged by an earlier konkord, or copied from elsewhere): it parses the
-log, then saves them.
+`report` and `build` start from the run as `konkord judge` leaves it: the verdict log with its
+columns saved in .konkord/columns (konkord/evidence/verdict_saved.py), and the run stamped as
+owing nothing in .konkord/owed (konkord/stages/owed_stamp.py: the judge found so when it ended,
+so the build does not compose and hash its 380,000 calls again); made here the way the judge
+makes them, where the log was copied rather than judged. `report-cold` times the report of the
+same log without them (a log judged by an earlier konkord, or copied from elsewhere): it parses
+the log, then saves them.
 
 Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
 (VmHWM of the main process, and the largest peak of any worker process it started). With
@@ -83,15 +85,21 @@ STEPS: dict[str, tuple[str, ...]] = {
 # (konkord/evidence/verdict_saved.py). Done here where the judge did not make the log (the
 # copied evidence of --judged, or a --reuse project), so `report` starts where it would.
 SAVE_COLUMNS = """
+import importlib.util
 from pathlib import Path
 from konkord.evidence.log import EvidenceLog
 from konkord.evidence.verdict_table import save_columns
 save_columns(EvidenceLog(Path("runs/big")))
+if importlib.util.find_spec("konkord.stages.owed_stamp"):  # as `konkord judge` ends
+    from konkord.configuration.runspec import resolve_run
+    from konkord.stages.owed_stamp import stamp_if_owing_nothing
+    assert stamp_if_owing_nothing(resolve_run("big")), "the copied run owes calls"
 """
 
 
 def save_columns(root: Path, code: Path) -> None:
-    """The run's verdict columns saved as the judge leaves them (by code that saves them)."""
+    """The run as the judge leaves it (by code that does so): its verdict columns saved, and
+    it stamped as owing nothing (`konkord.stages.owed_stamp`)."""
     if not (code / "konkord" / "evidence" / "verdict_saved.py").exists():
         return
     env = dict(os.environ, PYTHONPATH=str(code), LITELLM_LOCAL_MODEL_COST_MAP="True")

@@ -236,6 +236,21 @@ def judge(
         click.echo("rerun the same command to retry the failures", err=True)
     if summary.failed or stopped:
         raise SystemExit(1)
+    if not summary.skipped_pairs:
+        _stamp_complete(spec)
+
+
+def _stamp_complete(spec: RunSpec) -> None:
+    """Where the run now owes nothing, say so for the commands after (`owed_stamp`): the build
+    then does not compose and hash every call again. A check that cannot finish leaves no
+    stamp and the judging as it was."""
+    import contextlib
+
+    from konkord.errors import KonkordError
+    from konkord.stages.owed_stamp import stamp_if_owing_nothing
+
+    with contextlib.suppress(KonkordError, OSError):
+        stamp_if_owing_nothing(spec)
 
 
 def _keep_columns(spec: RunSpec) -> None:

@@ -55,6 +55,14 @@ def _results_current(spec: RunSpec, digest: str | None) -> bool:
     return True
 
 
+def owed_work(spec: RunSpec) -> tuple[int, dict[str, int]]:
+    """What the run owes: answers, and calls of each of its judges (missing, failed or stale).
+    An imported run's answers were written by others long ago: missing ones cannot be made,
+    and are not counted."""
+    answers = 0 if imported(spec) else missing_answers(spec)
+    return answers, {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
+
+
 def ensure_run(
     spec: RunSpec, offline: bool, echo: Echo, options: ReportOptions = DEFAULT_OPTIONS
 ) -> list[str]:
@@ -63,9 +71,15 @@ def ensure_run(
     Offline, nothing is called: missing answers or verdicts become a note naming them, and the
     results file is recomputed only from complete evidence.
     """
-    # An imported run's answers were written by others long ago: missing ones cannot be made.
-    owed_answers = 0 if imported(spec) else missing_answers(spec)
-    owed_verdicts = {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
+    from konkord.stages.owed_stamp import fingerprint_now, owes_nothing, record_owing_nothing
+
+    if owes_nothing(spec):  # found so (by `konkord judge`) with exactly these inputs
+        owed_answers, owed_verdicts = 0, dict.fromkeys(spec.judges, 0)
+    else:
+        before = fingerprint_now(spec)
+        owed_answers, owed_verdicts = owed_work(spec)
+        if not owed_answers and not any(owed_verdicts.values()):
+            record_owing_nothing(spec, before)
     if offline and (owed_answers or any(owed_verdicts.values())):
         return [_offline_note(spec, owed_answers, owed_verdicts)]
     if owed_answers:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from konkord.configuration.runs_config import RunEntry, load_runs, runs_file_present
@@ -72,10 +72,9 @@ def ensure_stages(spec: RunSpec, offline: bool) -> list[str]:
         return []
     # Found complete before, and nothing it depends on changed since: no need to parse the
     # evidence again (a template edit must not re-read every run's logs).
-    settings = "|".join(
-        f"{f.name}={getattr(spec, f.name)!r}" for f in fields(spec) if f.name != "suite"
-    )
-    stamp = (spec.name, settings, spec.suite_path, spec.run_dir)
+    from konkord.stages.owed_stamp import run_settings
+
+    stamp = (spec.name, run_settings(spec), spec.suite_path, spec.run_dir)
     if buildstamp.run_checked(*stamp, spec.results_path):
         return []
     from konkord.stages.pipeline import ensure_run
