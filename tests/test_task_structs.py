@@ -1,10 +1,11 @@
-"""The site reads a task file as msgspec structs (`konkord.results.task_structs`): the same
-fields, defaults and values as the pydantic model, the same refusals, and the model itself
-for whatever only it takes."""
+"""The site reads a task file as msgspec structs made from the pydantic models
+(`konkord.results.task_structs`): the same fields, types, defaults and values as the model, the
+same refusals, and the model itself for whatever only it takes."""
 
 from __future__ import annotations
 
 import json
+import re
 import typing
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,8 @@ from fixtures_site import make_results
 from pydantic import BaseModel, ValidationError
 
 from konkord.configuration.display_names import renamed
-from konkord.results import task_structs
 from konkord.results.judging import CascadePair
-from konkord.results.task_structs import TaskRead, read_task, renamed_task
+from konkord.results.task_structs import TaskRead, read_task, renamed_task, struct_of
 from konkord.results.tasks import (
     AnswerView,
     CheckView,
@@ -28,26 +28,19 @@ from konkord.results.tasks import (
     TaskView,
 )
 
-PAIRS: list[tuple[type[msgspec.Struct], type[BaseModel]]] = [
-    (task_structs.CheckRead, CheckView),
-    (task_structs.AnswerRead, AnswerView),
-    (task_structs.OrderRead, OrderVerdict),
-    (task_structs.LabelRead, LabelView),
-    (task_structs.CascadeRead, CascadePair),
-    (task_structs.ComparisonRead, ComparisonView),
-    (task_structs.EarlierRead, EarlierTurn),
-    (TaskRead, TaskView),
-]
-STRUCT_OF = {model.__name__: struct.__name__ for struct, model in PAIRS}
+MODELS: list[type[BaseModel]] = [
+    CheckView, AnswerView, OrderVerdict, LabelView, CascadePair, ComparisonView, EarlierTurn,
+    TaskView,
+]  # fmt: skip
+PAIRS = [(struct_of(model), model) for model in MODELS]
+STRUCTS = {struct.__name__: model.__name__ for struct, model in PAIRS}
 
 
 def _spelled(annotation: Any) -> str:
-    """A field's type as text, the models' names put as the structs' (`list[OrderVerdict]`
-    reads `list[OrderRead]`)."""
-    text = str(annotation).replace("typing.", "").replace("konkord.results.tasks.", "")
-    text = text.replace("konkord.results.judging.", "").replace("konkord.results.task_structs.", "")
-    for model, struct in STRUCT_OF.items():
-        text = text.replace(model, struct)
+    """A field's type as text, each struct named as its model (`list[OrderVerdictRead]`
+    reads `list[OrderVerdict]`), modules left out."""
+    text = re.sub(r"\b[a-z_.]*\.(?=[A-Z])", "", str(annotation).replace("typing.", ""))
+    text = re.sub(r"\b\w+Read\b", lambda m: STRUCTS[m.group(0)], text)
     return text.replace("Optional[", "Union[")
 
 
