@@ -92,7 +92,7 @@ from konkord.evidence.verdict_table import save_columns
 save_columns(EvidenceLog(Path("runs/big")))
 if importlib.util.find_spec("konkord.stages.owed_stamp"):  # as `konkord judge` ends
     from konkord.configuration.runspec import resolve_run
-    from konkord.stages.owed_stamp import stamp_if_owing_nothing
+    from konkord.stages.pipeline import stamp_if_owing_nothing
     assert stamp_if_owing_nothing(resolve_run("big")), "the copied run owes calls"
 """
 

@@ -247,7 +247,7 @@ def _stamp_complete(spec: RunSpec) -> None:
     import contextlib
 
     from konkord.errors import KonkordError
-    from konkord.stages.owed_stamp import stamp_if_owing_nothing
+    from konkord.stages.pipeline import stamp_if_owing_nothing
 
     with contextlib.suppress(KonkordError, OSError):
         stamp_if_owing_nothing(spec)

@@ -9,7 +9,8 @@ holds a hash of the run's settings, its suite file, every file of its evidence f
 bytes) and konkord's own code (`konkord.results.buildstamp.fingerprint`): a new answer,
 verdict, failure or label, an edited suite or runs.json entry, or new code, and the run is
 checked again in full. Kept in .konkord/owed/, beside the other state: a stamp found there
-never claims more than that the evidence it names was complete.
+never claims more than that the evidence it names was complete. The check itself, and the
+stamping after it, are `konkord.stages.pipeline`'s (`owed_work`, `stamp_if_owing_nothing`).
 """
 
 from __future__ import annotations
@@ -60,19 +61,6 @@ def owes_nothing(spec: RunSpec) -> bool:
         return bool(json.loads(path.read_text())["fingerprint"] == found)
     except (OSError, ValueError, KeyError, TypeError):
         return False
-
-
-def stamp_if_owing_nothing(spec: RunSpec) -> bool:
-    """Check the run in full (`pipeline.owed_work`) and stamp it if it owes nothing; the stamp is
-    kept only if no input changed while it was checked."""
-    from konkord.stages.pipeline import owed_work
-
-    before = fingerprint_now(spec)
-    answers, verdicts = owed_work(spec)
-    if answers or any(verdicts.values()):
-        return False
-    record_owing_nothing(spec, before)
-    return True
 
 
 def record_owing_nothing(spec: RunSpec, before: str) -> None:

@@ -63,6 +63,19 @@ def owed_work(spec: RunSpec) -> tuple[int, dict[str, int]]:
     return answers, {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
 
 
+def stamp_if_owing_nothing(spec: RunSpec) -> bool:
+    """Check the run in full (`owed_work`) and stamp it if it owes nothing (`owed_stamp`); the
+    stamp is kept only if no input changed while it was checked."""
+    from konkord.stages.owed_stamp import fingerprint_now, record_owing_nothing
+
+    before = fingerprint_now(spec)
+    answers, verdicts = owed_work(spec)
+    if answers or any(verdicts.values()):
+        return False
+    record_owing_nothing(spec, before)
+    return True
+
+
 def ensure_run(
     spec: RunSpec, offline: bool, echo: Echo, options: ReportOptions = DEFAULT_OPTIONS
 ) -> list[str]:
