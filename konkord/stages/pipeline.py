@@ -63,17 +63,22 @@ def owed_work(spec: RunSpec) -> tuple[int, dict[str, int]]:
     return answers, {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
 
 
-def stamp_if_owing_nothing(spec: RunSpec) -> bool:
-    """Check the run in full (`owed_work`) and stamp it if it owes nothing (`owed_stamp`); the
-    stamp is kept only if no input changed while it was checked."""
+def owed_checked(spec: RunSpec) -> tuple[int, dict[str, int]]:
+    """`owed_work`, and the run stamped where it owes nothing (`owed_stamp`): the stamp is
+    kept only if no input changed while it was checked."""
     from konkord.stages.owed_stamp import fingerprint_now, record_owing_nothing
 
     before = fingerprint_now(spec)
     answers, verdicts = owed_work(spec)
-    if answers or any(verdicts.values()):
-        return False
-    record_owing_nothing(spec, before)
-    return True
+    if not answers and not any(verdicts.values()):
+        record_owing_nothing(spec, before)
+    return answers, verdicts
+
+
+def stamp_if_owing_nothing(spec: RunSpec) -> bool:
+    """Check the run in full and stamp it if it owes nothing; whether it does."""
+    answers, verdicts = owed_checked(spec)
+    return not answers and not any(verdicts.values())
 
 
 def ensure_run(
@@ -84,15 +89,12 @@ def ensure_run(
     Offline, nothing is called: missing answers or verdicts become a note naming them, and the
     results file is recomputed only from complete evidence.
     """
-    from konkord.stages.owed_stamp import fingerprint_now, owes_nothing, record_owing_nothing
+    from konkord.stages.owed_stamp import owes_nothing
 
-    if owes_nothing(spec):  # found so (by `konkord judge`) with exactly these inputs
-        owed_answers, owed_verdicts = 0, dict.fromkeys(spec.judges, 0)
-    else:
-        before = fingerprint_now(spec)
-        owed_answers, owed_verdicts = owed_work(spec)
-        if not owed_answers and not any(owed_verdicts.values()):
-            record_owing_nothing(spec, before)
+    # Found to owe nothing (by `konkord judge`, or the last build) with exactly these inputs?
+    owed_answers, owed_verdicts = (
+        (0, dict.fromkeys(spec.judges, 0)) if owes_nothing(spec) else owed_checked(spec)
+    )
     if offline and (owed_answers or any(owed_verdicts.values())):
         return [_offline_note(spec, owed_answers, owed_verdicts)]
     if owed_answers:
