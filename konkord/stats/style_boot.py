@@ -78,12 +78,12 @@ from .style_fit import (
     style_curvature,
     task_terms,
 )
+from .style_gradients import FitSums, fit_gradients
 from .style_jackknife import settle_left_out
+from .style_series import Moments, series_order
 
 BOOT_TOL = 1e-6  # error left in any parameter, estimated from the last two steps
 BOOT_MAX_ITER = 60
-_BLOCK_RESAMPLES = 32  # resamples walked through the grid together
-_BLOCK_ELEMENTS = 1 << 16  # (resamples x tasks x slots) per block: 256 KB, stays in cache
 
 
 @dataclass(frozen=True)
@@ -119,91 +119,6 @@ def _converged(data: StyleData, theta: FloatArray, weights: FloatArray, prior: f
 def _solve(info: FloatArray, rhs: FloatArray) -> FloatArray:
     out: FloatArray = np.asarray(np.linalg.solve(info, rhs[..., None])[..., 0], dtype=np.float64)
     return out
-
-
-@dataclass(frozen=True)
-class _FitSums:
-    """What a fit's gradient needs that its parameters do not change, for fits (n,): its
-    score matrix (n, M, M) in double, its covariates summed against the centred scores
-    (n, K), and per slot against the comparisons' counts (n, S, K), in single precision."""
-
-    wins: FloatArray
-    feature_centred: FloatArray
-    slot_features: FloatArray
-
-
-def _gradients(
-    data: StyleData, theta: FloatArray, weights: FloatArray, sums: _FitSums, prior: float
-) -> tuple[FloatArray, FloatArray]:
-    """Exact gradients (n, P) of n fits' penalised log-likelihoods at theta (n, P), and the
-    style's share of each model's score (n, M) there (`style_fit.score_shift`).
-
-    A cell's residual is score - sigmoid(eta), eta = (beta_lo - beta_hi) + x . gamma. Its
-    plain part, with x . gamma left out, sums over a fit's score matrix in double precision.
-    The rest, (tanh(eta / 2) - tanh((beta_lo - beta_hi) / 2)) / 2, is walked a block of
-    tasks at a time for a few fits at once, laid out (fit, task, slot) so that x . gamma is
-    one small matrix product and every other step one pass over a block that stays in cache.
-    Within a block tanh is taken in single precision, where numpy's tanh is vectorised (five
-    times faster than in double), and summed into double-precision totals block by block:
-    each residual is then off by about 1e-7, and a gradient over 190,000 comparisons by about
-    1e-5, which moves the optimum by about 1e-8 in log-odds. Where x . gamma is 0 both tanh
-    are the same number and the difference exactly 0."""
-    m, k = data.n_models, data.n_features
-    n_units, n_slots = data.score.shape
-    single = np.float32
-    mask = None if bool(np.all(data.mask == 1.0)) else data.mask.astype(single)
-    x_flat_t = np.ascontiguousarray(data.x.reshape(n_units * n_slots, k).T.astype(single))
-    edge = data.edge()
-    beta, gamma_all = theta[:, :m], theta[:, m:]
-    grad, _ = prior_terms(beta, gamma_all, prior)
-    counts = sums.wins + np.swapaxes(sums.wins, 1, 2)
-    spread = np.tanh(0.5 * (beta[:, :, None] - beta[:, None, :]))
-    grad[:, :m] += sums.wins.sum(axis=2) - 0.5 * counts.sum(axis=2) - 0.5 * (
-        counts * spread).sum(axis=2)
-    grad[:, m:] += sums.feature_centred
-    weights = weights.astype(single)
-    by_slot = np.zeros((theta.shape[0], n_slots))
-    by_feature = np.zeros((theta.shape[0], k))
-    rows = min(_BLOCK_RESAMPLES, theta.shape[0])
-    tasks = max(1, _BLOCK_ELEMENTS // max(1, rows * n_slots))
-    for start in range(0, theta.shape[0], rows):
-        part = slice(start, start + rows)
-        half = 0.5 * theta[part]  # (r, P)
-        pair = (half[:, data.lo] - half[:, data.hi]).astype(single)[:, None, :]  # (r, 1, S)
-        plain = np.tanh(pair)
-        gamma = half[:, m:].astype(single)  # (r, K)
-        diff_slot = np.zeros((pair.shape[0], n_slots))
-        diff_feature = np.zeros((k, pair.shape[0]))
-        # pair and plain laid out for a whole block of tasks once: added to a block as they
-        # are, (r, 1, S) broadcast over its tasks, numpy walks 190 cells at a time, four
-        # times slower (the same sums, bit for bit)
-        block = (pair.shape[0], tasks, n_slots)
-        pair_block = np.ascontiguousarray(np.broadcast_to(pair, block))
-        plain_block = np.ascontiguousarray(np.broadcast_to(plain, block))
-        # (numpy's matmul does not hand an inner dimension of 1 to BLAS: its own loop took
-        # 180 us a block against 26 us by `dot`, the same products bit for bit)
-        product = np.dot if k == 1 else np.matmul
-        for t0 in range(0, n_units, tasks):
-            t1 = min(t0 + tasks, n_units)
-            cells = slice(t0 * n_slots, t1 * n_slots)
-            eta = product(gamma, x_flat_t[:, cells]).reshape(-1, t1 - t0, n_slots)
-            eta += pair_block[:, : t1 - t0]
-            diff = np.tanh(eta, out=eta)
-            diff -= plain_block[:, : t1 - t0]
-            if mask is not None:
-                diff *= mask[t0:t1]
-            diff *= weights[part, t0:t1, None]
-            diff_slot += np.matmul(np.ones((1, t1 - t0), single), diff)[:, 0, :]
-            diff_feature += x_flat_t[:, cells] @ diff.reshape(-1, (t1 - t0) * n_slots).T
-        by_slot[part] = diff_slot
-        # the plain tanh's share of the features' sums: the counts per slot times it
-        by_feature[part] = diff_feature.T + np.einsum(
-            "rs,rsk->rk", plain[:, 0, :], sums.slot_features[part]
-        )
-    shift = -0.5 * (by_slot @ edge)
-    grad[:, :m] += shift
-    grad[:, m:] -= 0.5 * by_feature
-    return grad, shift
 
 
 def style_bootstrap(
@@ -254,6 +169,20 @@ def _per_fit(weights: FloatArray, per_task: list[FloatArray]) -> list[FloatArray
     return out
 
 
+def _moments(data: StyleData, weights: FloatArray, coefficients: FloatArray) -> Moments | None:
+    """The covariate's moments for the series gradients (`style_series`), where there is one
+    covariate and the series is short for fits whose coefficient is up to half as large again
+    as the point estimate's (a fit beyond is walked); None otherwise."""
+    if data.n_features != 1:
+        return None
+    x = data.x[:, :, 0]
+    x_max = float(np.abs(x[data.mask != 0]).max(initial=0.0))
+    order = series_order(1.5 * abs(0.5 * float(coefficients[0])) * x_max + 0.01)
+    if order is None:
+        return None
+    return Moments.of(x, data.mask, weights, order)
+
+
 def _style_bootstrap(
     data: StyleData,
     n_resamples: int,
@@ -294,7 +223,7 @@ def _style_bootstrap(
                            *left_out_wins(scores, wins_all)])
     per_task = np.einsum("ts,tsk->tk", centred, sub.x)
     feature_centred = np.concatenate([weights @ per_task, per_task.sum(axis=0)[None] - per_task])
-    sums = _FitSums(wins, feature_centred, slot_features.astype(np.float32))
+    sums = FitSums(wins, feature_centred, slot_features.astype(np.float32))
     theta = theta_hat + first
     shift = np.zeros((n_fits, m))  # the style's share of each score at each fit's last pass
     moved = np.zeros((n_fits, n_params))  # and each fit's step since that pass
@@ -303,9 +232,27 @@ def _style_bootstrap(
     last = np.abs(first).max(axis=1, initial=0.0)  # each fit's last step: largest move
     refit: list[int] = []  # fits the fixed curvature does not bring home
 
+    moments = _moments(sub, weights, theta_hat[m:])
+
     def gradients(rows: IntArray) -> tuple[FloatArray, FloatArray]:
-        part = _FitSums(sums.wins[rows], sums.feature_centred[rows], sums.slot_features[rows])
-        return _gradients(sub, theta[rows], _row_weights(weights, rows), part, prior)
+        served = (
+            np.zeros(rows.size, dtype=bool)
+            if moments is None
+            else moments.fits_within(0.5 * theta[rows, m])
+        )
+        grad = np.empty((rows.size, n_params))
+        shift = np.empty((rows.size, m))
+        for picked, series in ((served, True), (~served, False)):
+            if not picked.any():
+                continue
+            at = rows[picked]
+            part = FitSums(sums.wins[at], sums.feature_centred[at], sums.slot_features[at])
+            grad[picked], shift[picked] = (
+                fit_gradients(sub, theta[at], weights, part, prior, (moments, at))
+                if series and moments is not None
+                else fit_gradients(sub, theta[at], _row_weights(weights, at), part, prior)
+            )
+        return grad, shift
 
     def advance(active: IntArray, pool: ThreadPoolExecutor) -> IntArray:
         """One gradient pass and step for `active` fits; the ones still going on."""
