@@ -169,10 +169,12 @@ def _per_fit(weights: FloatArray, per_task: list[FloatArray]) -> list[FloatArray
     return out
 
 
-def _moments(data: StyleData, weights: FloatArray, coefficients: FloatArray) -> Moments | None:
-    """The covariate's moments for the series gradients (`style_series`), where there is one
-    covariate and the series is short for fits whose coefficient is up to half as large again
-    as the point estimate's (a fit beyond is walked); None otherwise."""
+def _moments(
+    data: StyleData, weights: FloatArray, coefficients: FloatArray, fits: IntArray
+) -> Moments | None:
+    """The covariate's moments for the series gradients (`style_series`) of `fits`, where there
+    is one covariate and the series is short for fits whose coefficient is up to half as large
+    again as the point estimate's (a fit beyond is walked); None otherwise."""
     if data.n_features != 1:
         return None
     x = data.x[:, :, 0]
@@ -180,7 +182,7 @@ def _moments(data: StyleData, weights: FloatArray, coefficients: FloatArray) -> 
     order = series_order(1.5 * abs(0.5 * float(coefficients[0])) * x_max + 0.01)
     if order is None:
         return None
-    return Moments.of(x, data.mask, weights, order)
+    return Moments.of(x, data.mask, weights, order, fits)
 
 
 def _style_bootstrap(
@@ -232,13 +234,13 @@ def _style_bootstrap(
     last = np.abs(first).max(axis=1, initial=0.0)  # each fit's last step: largest move
     refit: list[int] = []  # fits the fixed curvature does not bring home
 
-    moments = _moments(sub, weights, theta_hat[m:])
+    moments: Moments | None = None  # taken below, for the fits passed over the data
 
     def gradients(rows: IntArray) -> tuple[FloatArray, FloatArray]:
         served = (
             np.zeros(rows.size, dtype=bool)
             if moments is None
-            else moments.fits_within(0.5 * theta[rows, m])
+            else moments.serves(rows, 0.5 * theta[rows, m])
         )
         grad = np.empty((rows.size, n_params))
         shift = np.empty((rows.size, m))
@@ -288,8 +290,9 @@ def _style_bootstrap(
     theta[settled] = left_out.theta[left_out.done]
     shift[settled] = left_out.shift[left_out.done]
     iterations[settled] += 1
+    active = np.setdiff1d(np.arange(n_fits), settled)
+    moments = _moments(sub, weights, theta_hat[m:], active)
     with ThreadPoolExecutor(max_workers=n_workers) as pool:
-        active = np.setdiff1d(np.arange(n_fits), settled)
         for _ in range(max_iter):
             if active.size == 0:
                 break

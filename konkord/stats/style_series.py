@@ -64,45 +64,53 @@ def left_out(order: int, rho: float) -> float:
 
 @dataclass(frozen=True)
 class Moments:
-    """M_n[fit, s] = sum_t w_ft mask_ts x_ts^n for n = 1 .. order + 1, for the B resamples
-    (rows 0..B-1: weights (B, U)) and the U jackknife fits (row B + k: every task but k);
-    `x_max` is the largest |x| they were taken of."""
+    """M_n[fit, s] = sum_t w_ft mask_ts x_ts^n for n = 1 .. order + 1, for the fits it was
+    taken for: of the B resamples (fit b < B: weights (B, U)) and the U jackknife fits (fit
+    B + k: every task but k), those that are passed over the data; `at` is each fit's row in
+    `by_order` (-1: none), `x_max` the largest |x| the moments were taken of."""
 
-    by_order: FloatArray  # (order + 1, B + U, S)
+    by_order: FloatArray  # (order + 1, fits taken, S)
+    at: IntArray  # (B + U,)
     order: int
     x_max: float
 
     @classmethod
     def of(
-        cls, x: FloatArray, mask: FloatArray, weights: FloatArray, order: int
+        cls,
+        x: FloatArray,
+        mask: FloatArray,
+        weights: FloatArray,
+        order: int,
+        fits: IntArray | None = None,
     ) -> Moments:
         """The moments of the covariate `x` (U, S) under `mask` (U, S), for the resamples'
-        task weights (B, U) and the jackknife's: one order at a time, so that no more than
-        the moments themselves (order + 1 arrays of (B + U, S)) is ever held."""
-        n_resamples = weights.shape[0]
-        by_order = np.empty((order + 1, n_resamples + x.shape[0], x.shape[1]))
+        task weights (B, U) and the jackknife's: of `fits` only (default: all B + U). One
+        order at a time, so that no more than the moments themselves is held."""
+        n_resamples, n_units = weights.shape
+        n_fits = n_resamples + n_units
+        fits = np.arange(n_fits) if fits is None else np.asarray(fits, dtype=np.int64)
+        boot, jack = fits[fits < n_resamples], fits[fits >= n_resamples] - n_resamples
+        at = np.full(n_fits, -1, dtype=np.int64)
+        at[np.concatenate([boot, jack + n_resamples])] = np.arange(boot.size + jack.size)
+        by_order = np.empty((order + 1, boot.size + jack.size, x.shape[1]))
+        picked = weights[boot]
         power = mask * x
         for n in range(order + 1):
             if n:
                 power = power * x
-            np.matmul(weights, power, out=by_order[n, :n_resamples])
-            np.subtract(power.sum(axis=0)[None], power, out=by_order[n, n_resamples:])
+            np.matmul(picked, power, out=by_order[n, : boot.size])
+            np.subtract(power.sum(axis=0)[None], power[jack], out=by_order[n, boot.size :])
         x_max = float(np.abs(x[mask != 0]).max(initial=0.0))
-        return cls(by_order, order, x_max)
+        return cls(by_order, at, order, x_max)
 
-    def reach(self, gamma_half: FloatArray) -> FloatArray:
-        """The largest |h| = |g x| each fit's cells can have, for half-coefficients (n,)."""
-        out: FloatArray = np.abs(gamma_half) * self.x_max
-        return out
-
-    def fits_within(self, gamma_half: FloatArray) -> np.ndarray:
-        """Which fits the moments serve to within SERIES_ERROR a residual."""
-        reach = self.reach(gamma_half)
-        ratio = reach / RADIUS
+    def serves(self, rows: IntArray, gamma_half: FloatArray) -> np.ndarray:
+        """Which of the fits `rows`, at half-coefficients (n,), the moments serve to within
+        SERIES_ERROR a residual: taken for them, and every |g x| within the series' reach."""
+        ratio = np.abs(gamma_half) * self.x_max / RADIUS
         safe = ratio < 0.5
-        bound = np.full(reach.shape, np.inf)
+        bound = np.full(ratio.shape, np.inf)
         bound[safe] = TANH_BOUND * ratio[safe] ** (self.order + 1) / (1.0 - ratio[safe])
-        out: np.ndarray = bound <= SERIES_ERROR
+        out: np.ndarray = (bound <= SERIES_ERROR) & (self.at[rows] >= 0)
         return out
 
     def diff_sums(
@@ -124,6 +132,7 @@ class Moments:
         self, rows: IntArray, pair_half: FloatArray, gamma_half: FloatArray
     ) -> tuple[FloatArray, FloatArray]:
         order = self.order
+        at = self.at[rows]
         tanh = np.tanh(pair_half)
         coefficients = [tanh, 1.0 - tanh * tanh]
         for n in range(1, order):
@@ -138,6 +147,6 @@ class Moments:
         for n in range(1, order + 1):
             power = power * gamma_half
             term = coefficients[n] * power[:, None]
-            by_slot += term * self.by_order[n - 1, rows]
-            by_feature += term * self.by_order[n, rows]
+            by_slot += term * self.by_order[n - 1, at]
+            by_feature += term * self.by_order[n, at]
         return by_slot, by_feature.sum(axis=1)
