@@ -186,18 +186,18 @@ def _fresh(
         )
         width = len(models)
         distinct, inverse = dense_codes(task_at * width + model_at, len(tasks) * width)
+        # each distinct (task, model) asked once, its names read from plain lists
+        task_names = [str(table.get_code(code)) for code in tasks.tolist()]
+        model_names = [str(table.get_code(code)) for code in models.tolist()]
+        at_task, at_model = np.divmod(distinct, width)
+        code_of, sha_of = table.code_of, answer_shas.get
         expected = np.array(
             [
-                table.code_of(
-                    answer_shas.get(
-                        (str(table.get_code(int(tasks[p // width]))),
-                         str(table.get_code(int(models[p % width])))),
-                    )
-                )
-                for p in distinct.tolist()
+                code_of(sha_of((task_names[t], model_names[m])))
+                for t, m in zip(at_task.tolist(), at_model.tolist(), strict=True)
             ],
             dtype=np.int64,
-        )[inverse]  # fmt: skip
+        )[inverse]
         held = table.coded[f"answer_{side}_sha"][rows].astype(np.int64)
         held[held == ABSENT] = NULL  # an absent hash reads as None, as `record.get` gives it
         ok &= held == expected
