@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from fresh_imports import run_fresh
 
 from konkord.cli import cli
 
@@ -168,25 +169,15 @@ def test_checking_a_complete_run_imports_no_statistics(project: Path) -> None:
     """A build of runs whose results are current asks what each run owes (answers, every
     judge call) and renders: nothing of it needs the statistics, whose import (scipy) cost
     about 0.6 s of every such build. They load only where a report is computed."""
-    import subprocess
-    import sys
-
     write_project(project, [SIM_RUN])
     code, output = build()
     assert code == 0, output
     check = (
-        "import sys\n"
         "from konkord.configuration.runspec import resolve_run\n"
         "from konkord.stages.pipeline import ensure_run\n"
         "assert ensure_run(resolve_run('sim-run'), True, print) == []\n"
-        "print(sorted(m for m in ('scipy', 'konkord.stats') if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", check], cwd=project, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "[]"
+    heavy = ("scipy", "konkord.stats")
+    assert run_fresh(project, check, heavy)[1] == []
     (project / "results" / "sim-run.json").unlink()  # now a report is owed: they load
-    out = subprocess.run(
-        [sys.executable, "-c", check], cwd=project, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip().endswith("['konkord.stats', 'scipy']"), out.stdout
+    assert run_fresh(project, check, heavy)[1] == ["konkord.stats", "scipy"]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from fresh_imports import run_fresh
 
 from konkord.cli import cli
 from konkord.results.buildstamp import STAMP_DIR
@@ -53,19 +52,11 @@ def test_an_unchanged_build_says_what_the_full_path_says_without_its_imports(
     full = _build()  # nothing to do, found the long way; stamps again
     assert "0 files written" in full and stamp.is_file()
     assert _build() == full
-    code = (
-        "import atexit, sys\n"
-        "from konkord.cli import main\n"
-        "sys.argv = ['konkord', 'build']\n"
-        "heavy = ('konkord.stages.build.build', 'pydantic', 'jinja2', 'numpy', 'litellm')\n"
-        "atexit.register(lambda: print(sorted(m for m in heavy if m in sys.modules)))\n"
-        "main()\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.splitlines()[:-1] == full.splitlines()
-    assert out.stdout.splitlines()[-1] == "[]"
+    code = "from konkord.cli import main\nsys.argv = ['konkord', 'build']\nmain()\n"
+    heavy = ("konkord.stages.build.build", "pydantic", "jinja2", "numpy", "litellm")
+    printed, imported = run_fresh(project, code, heavy)
+    assert printed == full.splitlines()
+    assert imported == []
 
 
 def test_every_kind_of_changed_input_takes_the_full_path(project: Path) -> None:

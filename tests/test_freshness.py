@@ -7,13 +7,12 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from evidence_factory import add_answers, add_verdict, write_runs, write_suite
+from fresh_imports import run_fresh
 
 from konkord.cli import cli
 from konkord.configuration.runspec import resolve_run
@@ -96,16 +95,11 @@ def test_checking_freshness_imports_no_statistics(project: Path) -> None:
     _run(project)
     _report()
     code = (
-        "import sys\n"
         "from konkord.configuration.runspec import resolve_run\n"
         "from konkord.stages.report.freshness import ReportOptions, results_current\n"
         "assert results_current(resolve_run('r'), ReportOptions(resamples=50))\n"
-        "print(sorted(m for m in ('numpy', 'scipy', 'litellm') if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "[]"
+    assert run_fresh(project, code, ("numpy", "scipy", "litellm"))[1] == []
 
 
 def test_an_unchanged_run_prints_without_parsing_its_task_files(

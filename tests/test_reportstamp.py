@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from evidence_factory import add_verdict
+from fresh_imports import run_fresh
 from test_freshness import _report, _run
 
 REPORTED = "results/r.json is up to date with the evidence; nothing recomputed"
@@ -84,19 +85,7 @@ def test_a_replay_imports_neither_pydantic_nor_rich(project: Path) -> None:
         subprocess.run(
             [*command, "--run", "r", "--resamples", "50"], cwd=project, env=env, check=True
         )
-    code = (
-        "import sys\n"
-        "from konkord.cli import cli\n"
-        "try:\n"
-        "    cli(['report', '--run', 'r', '--resamples', '50'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in ('pydantic', 'rich', 'numpy', 'yaml') if m in sys.modules))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert lines[-2] == REPORTED
-    assert lines[-1] == "[]"
+    code = "from konkord.cli import cli\ncli(['report', '--run', 'r', '--resamples', '50'])\n"
+    printed, imported = run_fresh(project, code, ("pydantic", "rich", "numpy", "yaml"), env)
+    assert printed[-1] == REPORTED
+    assert imported == []

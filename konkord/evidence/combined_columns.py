@@ -115,7 +115,7 @@ class CombinedList(list[Any]):
     def take(self, rows: np.ndarray) -> CombinedList:
         """The verdicts at `rows` (indices into this list), with their columns."""
         columns = self.columns
-        picked = [self[i] for i in rows.tolist()]
+        picked = list(map(self.__getitem__, rows.tolist()))
         return CombinedList(picked, _EMPTY if columns is None else columns.take(rows))
 
 
