@@ -56,11 +56,18 @@ def _fingerprint(spec: RunSpec) -> tuple[Path, str]:
 
 def owes_nothing(spec: RunSpec) -> bool:
     """Whether the run was found to owe nothing with exactly the inputs it has now."""
+    return stamp_holds(spec)[0]
+
+
+def stamp_holds(spec: RunSpec) -> tuple[bool, str]:
+    """Whether the run was found to owe nothing with exactly the inputs it has now, and their
+    fingerprint now: where it does not, a check follows, and the fingerprint is the `before`
+    its stamp is kept with (`record_owing_nothing`), not taken again."""
     path, found = _fingerprint(spec)
     try:
-        return bool(json.loads(path.read_text())["fingerprint"] == found)
+        return bool(json.loads(path.read_text())["fingerprint"] == found), found
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        return False, found
 
 
 def record_owing_nothing(spec: RunSpec, before: str) -> None:

@@ -63,12 +63,13 @@ def owed_work(spec: RunSpec) -> tuple[int, dict[str, int]]:
     return answers, {judge: _missing_verdicts(spec, judge) for judge in spec.judges}
 
 
-def owed_checked(spec: RunSpec) -> tuple[int, dict[str, int]]:
+def owed_checked(spec: RunSpec, before: str | None = None) -> tuple[int, dict[str, int]]:
     """`owed_work`, and the run stamped where it owes nothing (`owed_stamp`): the stamp is
-    kept only if no input changed while it was checked."""
+    kept only if no input changed while it was checked (since `before`, the fingerprint of
+    its inputs where the caller has just taken it, else taken here)."""
     from konkord.stages.owed_stamp import fingerprint_now, record_owing_nothing
 
-    before = fingerprint_now(spec)
+    before = fingerprint_now(spec) if before is None else before
     answers, verdicts = owed_work(spec)
     if not answers and not any(verdicts.values()):
         record_owing_nothing(spec, before)
@@ -89,11 +90,12 @@ def ensure_run(
     Offline, nothing is called: missing answers or verdicts become a note naming them, and the
     results file is recomputed only from complete evidence.
     """
-    from konkord.stages.owed_stamp import owes_nothing
+    from konkord.stages.owed_stamp import stamp_holds
 
     # Found to owe nothing (by `konkord judge`, or the last build) with exactly these inputs?
+    holds, before = stamp_holds(spec)
     owed_answers, owed_verdicts = (
-        (0, dict.fromkeys(spec.judges, 0)) if owes_nothing(spec) else owed_checked(spec)
+        (0, dict.fromkeys(spec.judges, 0)) if holds else owed_checked(spec, before)
     )
     if offline and (owed_answers or any(owed_verdicts.values())):
         return [_offline_note(spec, owed_answers, owed_verdicts)]
