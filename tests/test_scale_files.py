@@ -119,6 +119,45 @@ def test_a_worker_handed_the_checked_hashes_reads_only_its_own_task_files(
         shelf[1]
 
 
+def test_task_files_checked_once_in_a_process_are_not_read_again_until_one_changes(
+    tmp_path: Path, split_small: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`konkord build` checks a results file to find it current, then again to render it: the
+    second check takes the first's hashes while every file is the version it checked, and a
+    file written since (its size and modification time put back) is read and refused."""
+    import os
+
+    from konkord.results import task_reading
+
+    results = make_results("big", models=["m/a", "m/b"], judges=["j/x"], n_tasks=4)
+    path = tmp_path / "big.json"
+    write_results(results, path)
+    monkeypatch.setattr(task_reading, "CHECKED_FOLDERS", {})
+    reads: list[Path] = []
+    real_read = task_reading._read_task
+
+    def counted(results_path: Path, task_path: Path, run: str) -> bytes:
+        reads.append(task_path)
+        return real_read(results_path, task_path, run)
+
+    monkeypatch.setattr(task_reading, "_read_task", counted)
+    read_results(path, tasks=False)
+    assert len(reads) == 4
+    shelf = load_results_fast(path).tasks
+    assert len(reads) == 4, "checked already: no file read again"
+    assert msgspec.to_builtins(shelf[2]) == results.tasks[2].model_dump(mode="json")
+    assert len(reads) == 5  # a page reads its own file (against its hash)
+    shard = tmp_path / "big.tasks" / f"{results.tasks[1].id}.json"
+    before = shard.stat()
+    text = shard.read_text()
+    shard.write_text(text.replace('"prompt":"', '"prompt":"X', 1)[:-1])  # the same size
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert shard.stat().st_size == before.st_size
+    with pytest.raises(KonkordError, match="not the ones"):
+        read_results(path, tasks=False)
+    assert len(reads) == 9
+
+
 def test_a_task_file_path_cannot_leave_the_results_folder(tmp_path: Path, split_small: None) -> None:
     results = make_results("big", models=["m/a", "m/b"], judges=["j/x"], n_tasks=1)
     path = tmp_path / "big.json"
