@@ -34,8 +34,8 @@ from konkord.evidence.verdict_saved import load_saved, prefix_sha256, save_table
 from konkord.evidence.verdict_split import read_split
 
 __all__ = [
-    "TABLES", "RowList", "VerdictRow", "VerdictTable", "finish_saving", "rows_of_one_table",
-    "save_columns", "start_early", "verdict_table",
+    "TABLES", "RowList", "VerdictRow", "VerdictTable", "finish_saving", "reading_early",
+    "rows_of_one_table", "save_columns", "start_early", "verdict_table",
 ]  # fmt: skip
 
 
@@ -102,6 +102,13 @@ def start_early(path: Path) -> None:
             whole.set_result(None)
         raise
     pool.shutdown(wait=False)
+
+
+def reading_early(path: Path) -> bool:
+    """Whether the saved columns of the log at `path` are still being read and checked on the
+    thread `start_early` started (a caller with other work may do it meanwhile)."""
+    early = EARLY.get(str(path.resolve()))
+    return early is not None and not early[1].done()
 
 
 def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]] | None:

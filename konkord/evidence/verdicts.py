@@ -12,10 +12,12 @@ import hashlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from konkord.evidence.changed_lists import MadeWhenRead
 from konkord.evidence.combined_columns import CombinedColumns, CombinedList, dense_codes, distinct
 from konkord.evidence.log import EvidenceLog, Record
 
@@ -299,25 +301,30 @@ def _combine_rows(
         winner_c == table.code_of("tie"), 0.5, np.where(winner_c == a_c, 1.0, 0.0)
     )
     score = np.where(complete, np.where(flipped, 0.5, score), np.nan)
-    columns = CombinedColumns(
-        value, task_c.astype(np.int64), a_c.astype(np.int64), b_c.astype(np.int64),
-        complete, flipped, score, np.where(ab >= 0, rows[np.maximum(ab, 0)], -1),
-        np.where(ba >= 0, rows[np.maximum(ba, 0)], -1),
-    )  # fmt: skip
-    # Each field's values taken from the pool at C speed, a pair at a time only where needed.
-    pick = value.__getitem__
     text = {code: str(value[code]) for code in distinct(winner_c).tolist()}
     winners = [
         (text[w] if agreed else "tie") if done else None
         for done, agreed, w in zip(complete.tolist(), agree.tolist(), winner_c.tolist(), strict=True)
     ]
-    out = _made(
-        len(winners),
-        map(pick, task_c.tolist()), map(pick, a_c.tolist()), map(pick, b_c.tolist()),
-        map(pick, judge_c.tolist()), winners, flipped.tolist(), complete.tolist(),
-        map(OrderPair, _records_at(records, ab), _records_at(records, ba)),
+    winner_column = np.empty(len(winners), dtype=object)
+    winner_column[:] = winners
+    columns = CombinedColumns(
+        value, task_c.astype(np.int64), a_c.astype(np.int64), b_c.astype(np.int64),
+        complete, flipped, score, np.where(ab >= 0, rows[np.maximum(ab, 0)], -1),
+        np.where(ba >= 0, rows[np.maximum(ba, 0)], -1), winner_column,
     )  # fmt: skip
-    return CombinedList(out, columns)
+
+    def made() -> list[CombinedVerdict]:
+        # Each field's values taken from the pool at C speed, a pair at a time where needed.
+        pick = value.__getitem__
+        return _made(
+            len(winners),
+            map(pick, task_c.tolist()), map(pick, a_c.tolist()), map(pick, b_c.tolist()),
+            map(pick, judge_c.tolist()), winners, flipped.tolist(), complete.tolist(),
+            map(OrderPair, _records_at(records, ab), _records_at(records, ba)),
+        )  # fmt: skip
+
+    return CombinedList(made, columns, len(winners), table)
 
 
 # Each field's slot of a CombinedVerdict, set as its generated __init__ sets it (the class is
@@ -337,9 +344,10 @@ def _made(size: int, *columns: Iterable[Any]) -> list[CombinedVerdict]:
 
 def _records_at(records: list[VerdictRecord], at: np.ndarray) -> list[VerdictRecord | None]:
     """records[i] for each i of `at`, None where i is -1."""
+    made = records.made() if isinstance(records, MadeWhenRead) else records
     if len(at) and (at >= 0).all():
-        return list(map(records.__getitem__, at.tolist()))
-    return [records[i] if i >= 0 else None for i in at.tolist()]
+        return list(map(list.__getitem__, repeat(made), at.tolist()))
+    return [made[i] if i >= 0 else None for i in at.tolist()]
 
 
 class OrderPair(Mapping[str, VerdictRecord]):

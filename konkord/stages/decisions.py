@@ -226,7 +226,9 @@ class RunDecisions:
 
 
 def _judge_route(name: str, combined: list[CombinedVerdict], records: list[VerdictRecord]) -> Route:
-    return Route(name, "judge", (name,), _JudgeDecisions(name, combined), {name: list(records)})
+    # The records as the log's table gave them (not a copy: a copy reads each row, and its
+    # cost is no longer read from the columns)
+    return Route(name, "judge", (name,), _JudgeDecisions(name, combined), {name: records})
 
 
 class _JudgeDecisions(Mapping[PairKey, Decision]):
@@ -369,13 +371,14 @@ def self_family(
     import cannot be refused, so its ranking must say it."""
     from konkord.providers.families import family_of
 
-    decided = list(pairs)
+    decided: list[PairKey] | None = None  # read only where a judge has a family member
     out = []
     for judge in judges:
         family = family_of(judge)
         own = tuple(m for m in models if m == judge or family_of(m).name == family.name)
         if not own:
             continue
+        decided = list(pairs) if decided is None else decided
         involved = sum(1 for _, a, b in decided if a in own or b in own)
         out.append(SelfFamily(judge, family.name, own, involved, len(decided)))
     return out

@@ -23,57 +23,131 @@ Modules:
 
 May import: numpy, scipy and itself; nothing else of konkord (pyproject.toml's "Statistics
 are pure" contract).
+
+The names below are loaded when first asked for (`from konkord.stats import fit_bt`, or
+`stats.fit_bt`): importing one module of the package (`konkord.stats.style_features`) does
+not import the others, and scipy with them (half a second, which `konkord report` spends
+later, beside another process, not before it can hand the tasks to one).
 """
 
-from .bt import (
-    BTFit,
-    Comparisons,
-    NewtonResult,
-    comparisons,
-    expected_win_rate,
-    fit_bt,
-    fit_bt_wins,
-    newton_bt,
-    raw_win_rate,
-    task_win_matrices,
-    win_matrix,
-    win_probability,
-)
-from .diagnostics import (
-    Connectivity,
-    Consistency,
-    CycleStats,
-    DisconnectedGraphError,
-    FlipRates,
-    PositionSplit,
-    Verdicts,
-    connectivity,
-    consistency,
-    consistency_of_wins,
-    cycle_rate,
-    flip_rates,
-    position_split,
-    verdicts,
-    wilson_interval,
-)
-from .planning import tasks_to_separate
-from .ranking import (
-    Claim,
-    PairwiseDifferences,
-    Ranking,
-    Separation,
-    pairwise_differences,
-    rank,
-)
-from .ranking_text import describe_claims, describe_separations
-from .resample import Bootstrap, Interval, bootstrap, bootstrap_interval
-from .simfield import (
-    JudgedField,
-    SimulatedField,
-    SimulatedJudge,
-    simulate_field,
-    simulate_judged_field,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .bt import (
+        BTFit,
+        Comparisons,
+        NewtonResult,
+        comparisons,
+        expected_win_rate,
+        fit_bt,
+        fit_bt_wins,
+        newton_bt,
+        raw_win_rate,
+        task_win_matrices,
+        win_matrix,
+        win_probability,
+    )
+    from .diagnostics import (
+        Connectivity,
+        Consistency,
+        CycleStats,
+        DisconnectedGraphError,
+        FlipRates,
+        PositionSplit,
+        Verdicts,
+        connectivity,
+        consistency,
+        consistency_of_wins,
+        cycle_rate,
+        flip_rates,
+        position_split,
+        verdicts,
+        wilson_interval,
+    )
+    from .planning import tasks_to_separate
+    from .ranking import (
+        Claim,
+        PairwiseDifferences,
+        Ranking,
+        Separation,
+        pairwise_differences,
+        rank,
+    )
+    from .ranking_text import describe_claims, describe_separations
+    from .resample import Bootstrap, Interval, bootstrap, bootstrap_interval
+    from .simfield import (
+        JudgedField,
+        SimulatedField,
+        SimulatedJudge,
+        simulate_field,
+        simulate_judged_field,
+    )
+
+# Each name of __all__ and the module of the package that holds it.
+_HOME = {
+    "BTFit": "bt",
+    "Bootstrap": "resample",
+    "Claim": "ranking",
+    "Comparisons": "bt",
+    "Connectivity": "diagnostics",
+    "Consistency": "diagnostics",
+    "CycleStats": "diagnostics",
+    "DisconnectedGraphError": "diagnostics",
+    "FlipRates": "diagnostics",
+    "Interval": "resample",
+    "JudgedField": "simfield",
+    "NewtonResult": "bt",
+    "PairwiseDifferences": "ranking",
+    "PositionSplit": "diagnostics",
+    "Ranking": "ranking",
+    "Separation": "ranking",
+    "SimulatedField": "simfield",
+    "SimulatedJudge": "simfield",
+    "Verdicts": "diagnostics",
+    "bootstrap": "resample",
+    "bootstrap_interval": "resample",
+    "comparisons": "bt",
+    "connectivity": "diagnostics",
+    "consistency": "diagnostics",
+    "consistency_of_wins": "diagnostics",
+    "cycle_rate": "diagnostics",
+    "describe_claims": "ranking_text",
+    "describe_separations": "ranking_text",
+    "expected_win_rate": "bt",
+    "fit_bt": "bt",
+    "fit_bt_wins": "bt",
+    "flip_rates": "diagnostics",
+    "newton_bt": "bt",
+    "pairwise_differences": "ranking",
+    "position_split": "diagnostics",
+    "rank": "ranking",
+    "raw_win_rate": "bt",
+    "simulate_field": "simfield",
+    "simulate_judged_field": "simfield",
+    "task_win_matrices": "bt",
+    "tasks_to_separate": "planning",
+    "verdicts": "diagnostics",
+    "wilson_interval": "diagnostics",
+    "win_matrix": "bt",
+    "win_probability": "bt",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of `__all__`, imported from its module on first use and kept here."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 __all__ = [
     "BTFit",

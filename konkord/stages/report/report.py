@@ -20,6 +20,7 @@ from konkord.configuration.yamlpos import no_gc
 from konkord.errors import KonkordError
 from konkord.evidence.combined_columns import complete_only
 from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdict_table import reading_early
 from konkord.evidence.verdicts import (
     CombinedVerdict,
     VerdictRecord,
@@ -30,9 +31,7 @@ from konkord.providers.loading import is_offline_model
 from konkord.results import schema as R
 from konkord.results.files import StagedTasks, TasksInBackground
 from konkord.results.schema import write_results
-from konkord.stages.calibrate.calibrate import judge_calibration
 from konkord.stages.calibrate.methods import describe
-from konkord.stages.calibrate.route_rows import route_rows
 from konkord.stages.current import (
     answer_shas,
     current_labels,
@@ -42,10 +41,8 @@ from konkord.stages.current import (
     system_prompt_for,
 )
 from konkord.stages.decisions_of import decisions_of
-from konkord.stages.judge.cascade_report import cascade_block, mark_comparisons
 from konkord.stages.judge.cascade_view import final_records, plan_of
 from konkord.stages.report.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_digest
-from konkord.stages.report.judges import judge_panel
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
 from konkord.stages.report.report_style import answer_features, style_block
@@ -173,6 +170,16 @@ def write_report(
     return summary
 
 
+def _load_figures() -> None:
+    """Import what computes the figures (the statistics, scipy with them: about half a second
+    at 20 models x 1,000 tasks): once the tasks are handed to a worker process, or meanwhile
+    where the verdict log's columns are still being read, not before (`report_parts`)."""
+    import konkord.stages.calibrate.calibrate
+    import konkord.stages.calibrate.route_rows
+    import konkord.stages.judge.cascade_report
+    import konkord.stages.report.judges  # noqa: F401
+
+
 def _in_background(work: Callable[..., T], *args: Any) -> Future[T]:
     """`work(*args)` started on a thread of its own; its result (or error) is the future's."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-report")
@@ -205,6 +212,8 @@ def report_parts(
     hashing = None if digest is not None else _in_background(inputs_digest, spec, options)
     answers = good_answers(spec, log)
     shas = answer_shas(answers)
+    if reading_early(log.path("verdicts")):  # waiting for the log's columns: import meanwhile
+        _load_figures()
     judges = list(dict.fromkeys([*spec.judges, *judges_in_log(log)]))
     if not judges:
         raise KonkordError(
@@ -229,11 +238,19 @@ def report_parts(
             combined_by_judge[judge] = combine_verdicts(records_by_judge[judge])
     source = task_source(spec, answers, combined_by_judge, labels, checks, features)
     data = tasks_of(source)
-    tasks: Iterator[R.TaskView | R.TaskData] = (
-        data if cascade is None else mark_comparisons((task.view() for task in data), cascade)
-    )
+    tasks: Iterator[R.TaskView | R.TaskData] = data
+    if cascade is not None:
+        from konkord.stages.judge.cascade_report import mark_comparisons
+
+        tasks = mark_comparisons((task.view() for task in data), cascade)
     if tasks_ready is not None:
         tasks_ready(tasks, source if cascade is None else None)
+    _load_figures()
+    from konkord.stages.calibrate.calibrate import judge_calibration
+    from konkord.stages.calibrate.route_rows import route_rows
+    from konkord.stages.judge.cascade_report import cascade_block
+    from konkord.stages.report.judges import judge_panel
+
     blocks = []
     by_model: dict[str, list[Record]] = {m: [] for m in spec.models}
     for (_, model), answer in answers.items():  # grouped once, not scanned once per model

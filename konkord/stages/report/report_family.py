@@ -4,14 +4,14 @@ every claim about those models."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record
 from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord
 from konkord.results import schema as R
-from konkord.stages.decisions import self_family
+from konkord.stages.decisions import PairKey, self_family
 from konkord.stages.report.freshness import ReportOptions
 from konkord.stages.report.report_ranking import judge_block
 
@@ -30,8 +30,13 @@ def mark_self_family(
 ) -> None:
     """Fill `block.self_family` where one of `judges` (the block's judge, or a cascade's two)
     shares a family with ranked models; leave the block as it is otherwise."""
-    done = [c for c in combined if c.complete and c.winner is not None]
-    found = self_family(judges, spec.models, [(c.task_id, c.model_a, c.model_b) for c in done])
+
+    def decided() -> Iterator[PairKey]:  # read only where a judge has a family member
+        for c in combined:
+            if c.complete and c.winner is not None:
+                yield c.task_id, c.model_a, c.model_b
+
+    found = self_family(judges, spec.models, decided())
     if not found:
         return
     own = {m for note in found for m in note.models}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from konkord.configuration.turns import conversation_turn, split_unit
+from konkord.evidence.combined_columns import columns_of, distinct
 from konkord.evidence.verdicts import CombinedVerdict, model_a_score
 from konkord.results import schema as R
 from konkord.stages.current import interval
@@ -70,7 +71,7 @@ def turn_lines(
 ) -> list[R.TurnLine]:
     """One line per turn: each model's share won, and the turn's gated ranking; none where no
     verdict is on a conversation's turn."""
-    tasks = {c.task_id for c in done}  # each task's turn read once, not once per verdict
+    tasks = _task_ids(done)  # each task's turn read once, not once per verdict
     if not any(split_unit(task_id)[1] is not None for task_id in tasks):
         return []
     turn_of = {task_id: conversation_turn(task_id)[1] for task_id in tasks}
@@ -166,3 +167,12 @@ def _ranked(
         for upper, lower in [(models[sep.upper], models[sep.lower])]
     ]
     return line.model_copy(update={"ratings": ratings, "claims": claims})
+
+
+def _task_ids(done: list[CombinedVerdict]) -> set[str]:
+    """The tasks of the verdicts: from their columns where the list has them (the verdicts
+    themselves are then not made: `MadeWhenRead`)."""
+    columns = columns_of(done)
+    if columns is None:
+        return {c.task_id for c in done}
+    return {columns.values[code] for code in distinct(columns.task).tolist()}

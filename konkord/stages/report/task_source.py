@@ -162,16 +162,19 @@ def _comparisons(
 ) -> JudgeComparisons:
     """One judge's combined verdicts as lists; `tables` holds the one table whose rows are
     given by number (found here if it is empty)."""
-    winner = [c.winner for c in combined]
     columns = columns_of(combined)
     table = _table_of(combined) if columns is not None else None
     if columns is not None and table is not None and (not tables or tables[0] is table):
         if not tables:
             tables.append(table)
+        winners = (
+            [c.winner for c in combined] if columns.winner is None else columns.winner.tolist()
+        )
         return JudgeComparisons(
-            judge, columns.task, columns.model_a, columns.model_b, winner, columns.flipped,
+            judge, columns.task, columns.model_a, columns.model_b, winners, columns.flipped,
             columns.complete, columns.ab, columns.ba, columns.values,
         )  # fmt: skip
+    winner = [c.winner for c in combined]
     ab: list[OrderRef] = []
     ba: list[OrderRef] = []
     for c in combined:
@@ -197,6 +200,9 @@ def _comparisons(
 
 def _table_of(combined: list[CombinedVerdict]) -> VerdictTable | None:
     """The table the orders' rows belong to (the first verdict's), if they are rows."""
+    known = getattr(combined, "table", None)  # a combined list of a table's rows says which
+    if isinstance(known, VerdictTable):
+        return known
     for c in combined:
         pair = c.orders
         for verdict in (pair.ab, pair.ba) if type(pair) is OrderPair else pair.values():
