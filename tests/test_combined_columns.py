@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,7 +66,10 @@ def odder_run(root: Path) -> None:
 
 def without_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Combined verdicts made as plain lists: every figure reads them pair by pair."""
-    monkeypatch.setattr(verdicts_module, "CombinedList", lambda verdicts, columns: verdicts)
+    def plain(verdicts: Any, columns: Any, size: int | None = None, table: Any = None) -> Any:
+        return list(verdicts() if size is not None else verdicts)  # made now, as a list
+
+    monkeypatch.setattr(verdicts_module, "CombinedList", plain)
 
 
 def test_columns_hold_what_each_combined_verdict_holds(project: Path) -> None:
