@@ -36,6 +36,8 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     if replayed is not None:  # nothing it reads changed since an identical report
         click.echo(replayed, nl=False)
         return
+    if not (out or Path(f"results/{run_name}.json")).exists():  # a report to compute, surely
+        _start_task_worker(run_name)
 
     from konkord.configuration.display_names import renamed
     from konkord.configuration.runs_config import DEFAULT_RUNS_FILE
@@ -90,12 +92,22 @@ def report(run_name: str, out: Path | None, resamples: int, seed: int, resample:
     # answers.
     verdicts = EvidenceLog(spec.run_dir).path("verdicts")
     start_early(verdicts)
-    with contextlib.suppress(OSError):  # (no log: the report says so)
-        from konkord.stages.report.task_spawn import start_early as start_task_worker
-
-        start_task_worker(verdicts.stat().st_size)  # its imports, on the idle core
+    _start_task_worker(run_name)  # (where not started above)
     from konkord.stages.report.report import write_report
 
     results = write_report(spec, path, options, digest)
     print_report(renamed(results, spec.names))
     click.echo(f"wrote {path}")
+
+
+def _start_task_worker(run_name: str) -> None:
+    """Start the task-file worker of a large log's report now (`task_spawn`): its imports
+    (half a second of CPU) run on the core this process leaves idle while it imports and
+    reads the configuration, not beside the check of the log's saved columns that follows.
+    Where no results file stands this is the command's first step; else once the file is
+    found stale. A worker no report takes up is stopped at exit."""
+    from konkord.evidence.paths import RUNS_ROOT
+    from konkord.stages.report.task_spawn import start_early
+
+    with contextlib.suppress(OSError):  # (no log: the report says so)
+        start_early((RUNS_ROOT / run_name / "verdicts.jsonl").stat().st_size)

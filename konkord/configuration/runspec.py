@@ -26,9 +26,14 @@ from konkord.configuration.runs_config import (
 from konkord.configuration.suite import Suite, load_suite
 from konkord.errors import KonkordError
 from konkord.evidence.atomic import write_atomic
-from konkord.evidence.paths import file_problem, require_folder_inside, require_state_inside
-
-RUNS_ROOT = Path("runs")
+from konkord.evidence.paths import (
+    RUNS_ROOT as RUNS_ROOT,  # (where it has always been imported from)
+)
+from konkord.evidence.paths import (
+    file_problem,
+    require_folder_inside,
+    require_state_inside,
+)
 
 
 @dataclass(frozen=True)

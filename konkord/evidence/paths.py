@@ -13,6 +13,8 @@ from pathlib import Path
 
 from konkord.errors import KonkordError
 
+RUNS_ROOT = Path("runs")  # each run's evidence in a folder of its own: runs/<run>/
+
 
 class PathError(KonkordError):
     """A path that leaves the project folder, or is not the kind of file it should be."""
