@@ -131,3 +131,26 @@ def series_order_reach(order: int) -> float:
         mid = (low + high) / 2
         low, high = (mid, high) if left_out(order, mid) <= SERIES_ERROR else (low, mid)
     return low
+
+
+def test_threads_do_not_change_a_bit_of_the_style_bootstrap() -> None:
+    """`konkord report` fits on one thread while its task worker runs (`stats.threads`)."""
+    from konkord.stats.threads import default_threads, threads_at_most
+
+    rng = np.random.default_rng(4)
+    n_models, n_tasks = 4, 30
+    a, b = np.triu_indices(n_models, 1)
+    task = np.repeat(np.arange(n_tasks), a.size)
+    i, j = np.tile(a, n_tasks), np.tile(b, n_tasks)
+    x = rng.uniform(-0.3, 0.3, (task.size, 1))
+    score = (rng.random(task.size) < 0.5 + 0.3 * x[:, 0]).astype(float)
+    data = style_data(comparisons(task, i, j, score, n_models, n_tasks), x)
+    one = style_bootstrap(data, n_resamples=40, seed=3, workers=1)
+    three = style_bootstrap(data, n_resamples=40, seed=3, workers=3)
+    assert np.array_equal(one.coefficients, three.coefficients)
+    assert np.array_equal(one.bootstrap.log_strength, three.bootstrap.log_strength)
+    with threads_at_most(1):
+        assert default_threads() == 1
+        limited = style_bootstrap(data, n_resamples=40, seed=3)
+    assert default_threads() >= 1
+    assert np.array_equal(limited.coefficients, three.coefficients)

@@ -3,7 +3,6 @@ thousand bootstrap fits alike (see bt.py for the model and the prior)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -27,6 +26,7 @@ from .pairs import (
     raw_win_rate,
     win_matrix,
 )
+from .threads import default_threads
 
 DEFAULT_PRIOR = 0.5
 DEFAULT_TOL = 1e-9
@@ -211,7 +211,7 @@ def newton_bt(
         beta -= beta.mean(axis=1, keepdims=True)
     iterations = np.zeros(n_fits, dtype=np.int64)
     grad_norm = np.full(n_fits, np.inf)
-    n_workers = max(1, min(4, os.cpu_count() or 1) if workers is None else workers)
+    n_workers = max(1, default_threads() if workers is None else workers)
     if workers is None and n_fits * m * m < CHUNK_ELEMENTS // 4:
         n_workers = 1  # too small to repay starting threads
     size = max(1, min(CHUNK_ELEMENTS // (m * m), -(-n_fits // n_workers)))

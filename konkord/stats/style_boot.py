@@ -39,7 +39,6 @@ ranking's exactly, so whatever differs between the two is the covariates.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -81,6 +80,7 @@ from .style_fit import (
 from .style_gradients import FitSums, fit_gradients
 from .style_jackknife import settle_left_out
 from .style_series import Moments, series_order
+from .threads import default_threads
 
 BOOT_TOL = 1e-6  # error left in any parameter, estimated from the last two steps
 BOOT_MAX_ITER = 60
@@ -230,7 +230,7 @@ def _style_bootstrap(
     shift = np.zeros((n_fits, m))  # the style's share of each score at each fit's last pass
     moved = np.zeros((n_fits, n_params))  # and each fit's step since that pass
     iterations = np.ones(n_fits, dtype=np.int64)  # the first step is one
-    n_workers = max(1, min(4, os.cpu_count() or 1) if workers is None else workers)
+    n_workers = max(1, default_threads() if workers is None else workers)
     last = np.abs(first).max(axis=1, initial=0.0)  # each fit's last step: largest move
     refit: list[int] = []  # fits the fixed curvature does not bring home
 

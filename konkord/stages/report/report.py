@@ -8,6 +8,7 @@ recomposed from the suite, so the site prints what actually ran.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -49,6 +50,7 @@ from konkord.stages.report.report_style import answer_features, style_block
 from konkord.stages.report.report_views import cost_line, pass_rates_block
 from konkord.stages.report.task_source import TaskSource, task_source, tasks_of
 from konkord.stages.report.task_worker import TasksInProcess, pays
+from konkord.stats.threads import threads_at_most
 
 __all__ = [
     "DEFAULT_RESAMPLES",
@@ -147,19 +149,23 @@ def write_report(
 
     The tasks are made and written on a thread of their own from the moment the verdicts are
     combined, while the figures are computed: in a worker process of their own where that
-    pays (`task_worker`), else on a thread (`TasksInBackground`)."""
+    pays (`task_worker`), else on a thread (`TasksInBackground`). While a worker process
+    makes them, the figures' fits run on one thread (`stats.threads`): the report waits for
+    the worker, and a second thread of the fits took its core."""
     pending: list[StagedTasks] = []
+    limits = contextlib.ExitStack()
 
     def start(tasks: Iterator[R.TaskView | R.TaskData], source: TaskSource | None) -> None:
         if source is not None and pays(source):
             try:
                 pending.append(TasksInProcess(path, spec.name, source))
+                limits.enter_context(threads_at_most(1))
                 return
             except OSError:  # no process to be had (a limit on processes or files): a thread
                 pass
         pending.append(TasksInBackground(path, spec.name, tasks))
 
-    with no_gc():
+    with no_gc(), limits:
         try:
             summary, tasks = report_parts(spec, options, start, digest)
             write_results(summary, path, pending[0] if pending else tasks)
