@@ -84,6 +84,7 @@ from .threads import default_threads
 
 BOOT_TOL = 1e-6  # error left in any parameter, estimated from the last two steps
 BOOT_MAX_ITER = 60
+_PASS_FITS = 128  # fits whose gradients a thread takes at a time (a multiple of the walk's block)
 
 
 @dataclass(frozen=True)
@@ -236,32 +237,37 @@ def _style_bootstrap(
 
     moments: Moments | None = None  # taken below, for the fits passed over the data
 
-    def gradients(rows: IntArray) -> tuple[FloatArray, FloatArray]:
-        served = (
-            np.zeros(rows.size, dtype=bool)
-            if moments is None
-            else moments.serves(rows, 0.5 * theta[rows, m])
-        )
-        grad = np.empty((rows.size, n_params))
-        shift = np.empty((rows.size, m))
-        for picked, series in ((served, True), (~served, False)):
-            if not picked.any():
-                continue
-            at = rows[picked]
-            part = FitSums(sums.wins[at], sums.feature_centred[at], sums.slot_features[at])
-            grad[picked], shift[picked] = (
-                fit_gradients(sub, theta[at], weights, part, prior, (moments, at))
-                if series and moments is not None
-                else fit_gradients(sub, theta[at], _row_weights(weights, at), part, prior)
-            )
-        return grad, shift
+    def gradients(job: tuple[IntArray, bool]) -> tuple[FloatArray, FloatArray]:
+        at, series = job
+        part = FitSums(sums.wins[at], sums.feature_centred[at], sums.slot_features[at])
+        if series and moments is not None:
+            return fit_gradients(sub, theta[at], weights, part, prior, (moments, at))
+        return fit_gradients(sub, theta[at], _row_weights(weights, at), part, prior)
 
     def advance(active: IntArray, pool: ThreadPoolExecutor) -> IntArray:
-        """One gradient pass and step for `active` fits; the ones still going on."""
-        parts = np.array_split(active, min(n_workers, active.size))
-        done = list(pool.map(gradients, parts))
-        step = _solve(info[active], np.concatenate([g for g, _ in done]))
-        shift[active] = np.concatenate([s for _, s in done])
+        """One gradient pass and step for `active` fits; the ones still going on.
+
+        The fits are cut into blocks of `_PASS_FITS` in their order, those the series serve
+        apart from the others, whatever the number of threads: a fit's sums then come out of
+        the same arrays, laid out alike, and so the same to the bit with one thread or four
+        (numpy's sums vectorise by a row's place in its array)."""
+        served = (
+            np.zeros(active.size, dtype=bool)
+            if moments is None
+            else moments.serves(active, 0.5 * theta[active, m])
+        )
+        places = [np.flatnonzero(served), np.flatnonzero(~served)]
+        blocks = [
+            (group[start : start + _PASS_FITS], series)
+            for group, series in zip(places, (True, False), strict=True)
+            for start in range(0, group.size, _PASS_FITS)
+        ]
+        done = list(pool.map(gradients, [(active[block], series) for block, series in blocks]))
+        gradient = np.empty((active.size, n_params))
+        for (block, _), (grad, style_shift) in zip(blocks, done, strict=True):
+            gradient[block] = grad
+            shift[active[block]] = style_shift
+        step = _solve(info[active], gradient)
         size = np.abs(step).max(axis=1)
         # A step that does not shrink means the curvature at the point estimate is too
         # far from this fit's own (a near-separated resample): fit it from scratch.
