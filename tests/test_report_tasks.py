@@ -171,11 +171,11 @@ def test_a_task_file_that_cannot_be_written_stops_the_report_before_its_results_
     written_before = results_files._write_task
     calls: list[str] = []
 
-    def failing(folder: Path, task_id: str, data: bytes) -> None:
+    def failing(folder: Path, task_id: str, data: bytes, staged: bool = False) -> None:
         calls.append(task_id)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        written_before(folder, task_id, data)
+        written_before(folder, task_id, data, staged)
 
     monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
     monkeypatch.setattr(results_files, "_write_task", failing)

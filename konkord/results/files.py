@@ -163,7 +163,7 @@ def write_tasks(
             ids.append(task.id)
             if writer is None and size + len(data) > limit:
                 folder.mkdir(parents=True, exist_ok=True)
-                writer = _TaskWriter(folder, write_beside)
+                writer = _TaskWriter(folder, write_beside, staged=staging is not None)
                 for earlier, held_data in held:
                     writer.put(earlier.id, held_data)
                 held = []
@@ -249,13 +249,14 @@ class _TaskWriter:
 
     PENDING = 8
 
-    def __init__(self, folder: Path, beside: bool = True) -> None:
+    def __init__(self, folder: Path, beside: bool = True, staged: bool = False) -> None:
         self.folder = folder
         self.digest = hashlib.sha256()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-tasks")
         self._pending: deque[Future[None]] = deque()
         self._failed = False
         self._beside = beside
+        self._staged = staged
 
     def put(self, task_id: str, data: bytes) -> None:
         """Write one task's file (after those put before it)."""
@@ -270,7 +271,7 @@ class _TaskWriter:
         if self._failed:  # nothing after a failed write: the report stops at it
             return
         try:
-            _write_task(self.folder, task_id, data)
+            _write_task(self.folder, task_id, data, self._staged)
         except BaseException:
             self._failed = True
             raise
@@ -288,7 +289,20 @@ class _TaskWriter:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _write_task(folder: Path, task_id: str, data: bytes) -> None:
+def _write_task(folder: Path, task_id: str, data: bytes, staged: bool = False) -> None:
+    if staged:
+        # A staging folder is this process's own, made for this report and moved in whole
+        # once every file is written (a killed report's is removed by the next): a file is
+        # written in place, not through a temporary beside it (0.3 ms a file, 1,000 files).
+        fd = os.open(folder / f"{task_id}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            view = memoryview(data)
+            written = 0
+            while written < len(view):
+                written += os.write(fd, view[written:])
+        finally:
+            os.close(fd)
+        return
     # Not fsynced one by one (a thousand fsyncs): the results file, written after them and
     # durably, holds their hash, so a task file lost to a power cut is found on reading.
     write_atomic(folder / f"{task_id}.json", data, durable=False)

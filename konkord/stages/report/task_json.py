@@ -11,6 +11,7 @@ validated model writes.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 import msgspec
@@ -54,4 +55,38 @@ def task_json(
     after = pydantic_core.to_json(tail, inf_nan_mode="constants")
     return b"".join(
         (before[:-1], b',"comparisons":', _ENCODER.encode(comparisons), b",", after[1:])
+    )
+
+
+NO_LABELS: list[dict[str, str]] = []  # (shared by every comparison without labels: only read)
+
+
+def comparisons_of_rows(
+    judge: str,
+    task_id: str,
+    pairs: tuple[list[Any], ...],
+    shown: tuple[list[Any], ...],
+    labels: dict[tuple[str, str, str], list[dict[str, str]]],
+) -> list[ComparisonJson]:
+    """A task's comparisons by one judge where both orders of each are rows of the log's
+    shared columns: `pairs` is (model_a, model_b, winner, flipped, complete, ab rows, ba
+    rows), one list each; `shown` the columns' (position_winner, winner, rationale, failure)
+    of every row. Made a field at a time at C speed, not a comparison at a time (190,000
+    comparisons and 380,000 orders at 20 models x 1,000 tasks): the same structs."""
+    model_a, model_b, winner, flipped, complete, ab, ba = pairs
+    position_winners, winners, rationales, failures = shown
+
+    def orders(order: str, first: list[Any], rows: list[int]) -> list[OrderJson]:
+        return list(
+            map(
+                OrderJson, repeat(order), first, map(position_winners.__getitem__, rows),
+                map(winners.__getitem__, rows), map(rationales.__getitem__, rows),
+                map(failures.__getitem__, rows),
+            )
+        )  # fmt: skip
+
+    both = map(list, zip(orders("ab", model_a, ab), orders("ba", model_b, ba), strict=True))
+    found = map(labels.get, zip(repeat(task_id), model_a, model_b), repeat(NO_LABELS))
+    return list(
+        map(ComparisonJson, repeat(judge), model_a, model_b, winner, flipped, complete, both, found)
     )

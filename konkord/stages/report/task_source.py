@@ -29,7 +29,12 @@ from konkord.evidence.log import Record
 from konkord.evidence.verdict_rows import VerdictRow, VerdictTable
 from konkord.evidence.verdicts import CombinedVerdict, OrderPair
 from konkord.results.files import TaskData
-from konkord.stages.report.task_json import ComparisonJson, OrderJson, task_json
+from konkord.stages.report.task_json import (
+    ComparisonJson,
+    OrderJson,
+    comparisons_of_rows,
+    task_json,
+)
 
 # The fields of an order verdict a task shows, as the log's columns hold them.
 VIEW_FIELDS = ("position_winner", "winner", "rationale", "kind", "reason", "detail")
@@ -248,6 +253,12 @@ def tasks_of(source: TaskSource) -> Iterator[TaskData]:
     position_winners, winners, rationales, kinds, reasons, details = (
         fields.get(name, []) for name in VIEW_FIELDS
     )
+    # each row's failure as a task shows it, taken once for the rows taken field by field
+    failures = [
+        None if kind == "verdict" else _failure(reason, detail)
+        for kind, reason, detail in zip(kinds, reasons, details, strict=True)
+    ]
+    shown_columns = (position_winners, winners, rationales, failures)
     answers, checks, features = source.answers, source.checks, source.features
     for task in source.suite.judged_tasks():
         answer_views = [
@@ -261,9 +272,14 @@ def tasks_of(source: TaskSource) -> Iterator[TaskData]:
             if rows is None:
                 continue
             judge = judged.judge
-            for model_a, model_b, winner, flipped, complete, ab, ba in zip(
-                *judged.take(rows), strict=True
-            ):
+            pairs = judged.take(rows)
+            if judged.values is not None and None not in pairs[5] and None not in pairs[6]:
+                # every order a row of the shared columns (as the log's columns give them)
+                comparisons += comparisons_of_rows(
+                    judge, task.id, pairs, shown_columns, labels_by_item
+                )
+                continue
+            for model_a, model_b, winner, flipped, complete, ab, ba in zip(*pairs, strict=True):
                 shown = []
                 for order, first, ref in (("ab", model_a, ab), ("ba", model_b, ba)):
                     if ref is None:
