@@ -77,6 +77,9 @@ def test_the_moments_sum_what_a_walk_over_every_cell_sums() -> None:
     slots, features = part.diff_sums(some, pair[some], g[some])
     np.testing.assert_array_equal(slots, by_slot[some])
     np.testing.assert_array_equal(features, by_feature[some])
+    for only in (np.arange(n_fits), n_fits + np.arange(3)):  # resamples alone, jackknife alone
+        alone = Moments.of(x, mask, weights, order, only)
+        np.testing.assert_array_equal(alone.diff_sums(only, pair[only], g[only])[0], by_slot[only])
 
 
 def test_covariates_of_zero_give_a_share_of_exactly_zero() -> None:
