@@ -152,17 +152,12 @@ def test_combined_and_row_lists_made_when_read_forget_when_changed() -> None:
 def test_two_threads_reading_at_once_make_the_items_once() -> None:
     started = threading.Barrier(2)
 
-    def slow() -> list[int]:
-        time.sleep(0.05)
-        return [1, 2, 3]
-
-    maker = Counted([])
-    maker.items = [1, 2, 3]
     calls: list[int] = []
 
-    def make() -> list[int]:
+    def make() -> list[int]:  # slow enough for the second reader to come while it runs
         calls.append(1)
-        return slow()
+        time.sleep(0.05)
+        return [1, 2, 3]
 
     lazy = MadeWhenRead(3, make)
     seen: list[list[int]] = []

@@ -77,14 +77,14 @@ from .style_fit import (
     style_curvature,
     task_terms,
 )
-from .style_gradients import FitSums, fit_gradients
+from .style_gradients import BLOCK_FITS, FitSums, fit_gradients
 from .style_jackknife import settle_left_out
-from .style_series import Moments, series_order
+from .style_series import Moments, largest, series_order
 from .threads import default_threads
 
 BOOT_TOL = 1e-6  # error left in any parameter, estimated from the last two steps
 BOOT_MAX_ITER = 60
-_PASS_FITS = 128  # fits whose gradients a thread takes at a time (a multiple of the walk's block)
+_PASS_FITS = 4 * BLOCK_FITS  # fits whose gradients a thread takes at a time (whole walk blocks)
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,7 @@ def _moments(
     if data.n_features != 1:
         return None
     x = data.x[:, :, 0]
-    x_max = float(np.abs(x[data.mask != 0]).max(initial=0.0))
-    order = series_order(1.5 * abs(0.5 * float(coefficients[0])) * x_max + 0.01)
+    order = series_order(1.5 * abs(0.5 * float(coefficients[0])) * largest(x, data.mask) + 0.01)
     if order is None:
         return None
     return Moments.of(x, data.mask, weights, order, fits)

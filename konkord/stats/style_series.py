@@ -4,7 +4,7 @@ over the comparisons at all, to within 1e-12 of each residual.
 A fit's gradient needs, per slot s (a pair of models) and fit b, the sum over tasks t of
 w_bt (tanh(p_bs + g_b x_ts) - tanh(p_bs)), where p_bs is half the pair's log-strength gap,
 g_b half the style coefficient, x_ts the covariate and w_bt the task's weight in the fit
-(`style_boot._gradients` walks every cell of it, 380 million at 20 models x 1,000 tasks and
+(`style_gradients.walk` visits every cell of it, 380 million at 20 models x 1,000 tasks and
 2,000 fits, each gradient pass). With one covariate the sum factors: tanh(p + h) is
 sum_n a_n(p) h^n, so it is
 
@@ -20,7 +20,7 @@ bounds what is left: tanh is analytic in the strip |Im z| < pi/2, and on a circl
 R < pi/2 about a real point |tanh| <= tan(R) (its largest value is at the circle's top), so
 by Cauchy's estimate |a_n| <= tan(R) / R^n and the terms after the N-th sum to at most
 tan(R) (rho/R)^(N+1) / (1 - rho/R) for |h| <= rho. A fit whose |g_b| max|x| is too large
-for the moments taken is passed over the comparisons as before (`exact`), so the gradient
+for the moments taken is passed over the comparisons as before (`walk`), so the gradient
 is never worse than that bound. Where every covariate is 0 the moments are 0 and so is the
 style's share, exactly, as in the walk over the cells.
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,10 +57,16 @@ def series_order(rho: float, error: float = SERIES_ERROR) -> int | None:
     return order if order <= MAX_ORDER else None
 
 
-def left_out(order: int, rho: float) -> float:
-    """The bound on what the series cut after `order` terms leaves, for |h| <= rho."""
+def left_out(order: int, rho: Any) -> Any:
+    """The bound on what the series cut after `order` terms leaves, for |h| <= rho (rho
+    below RADIUS; a float, or an array of them)."""
     ratio = rho / RADIUS
     return TANH_BOUND * ratio ** (order + 1) / (1.0 - ratio)
+
+
+def largest(x: FloatArray, mask: FloatArray) -> float:
+    """The largest |x| of the cells `mask` keeps (0 where it keeps none)."""
+    return float(np.abs(x[mask != 0]).max(initial=0.0))
 
 
 @dataclass(frozen=True)
@@ -104,16 +111,15 @@ class Moments:
         np.subtract(
             flat.sum(axis=0)[None], flat[jack], out=by_fit[boot.size :].reshape(jack.size, width)
         )
-        x_max = float(np.abs(x[mask != 0]).max(initial=0.0))
-        return cls(by_fit, at, order, x_max)
+        return cls(by_fit, at, order, largest(x, mask))
 
     def serves(self, rows: IntArray, gamma_half: FloatArray) -> np.ndarray:
         """Which of the fits `rows`, at half-coefficients (n,), the moments serve to within
         SERIES_ERROR a residual: taken for them, and every |g x| within the series' reach."""
-        ratio = np.abs(gamma_half) * self.x_max / RADIUS
-        safe = ratio < 0.5
-        bound = np.full(ratio.shape, np.inf)
-        bound[safe] = TANH_BOUND * ratio[safe] ** (self.order + 1) / (1.0 - ratio[safe])
+        reach = np.abs(gamma_half) * self.x_max
+        safe = reach < 0.5 * RADIUS  # (as `series_order`: past half the radius, no series)
+        bound = np.full(reach.shape, np.inf)
+        bound[safe] = left_out(self.order, reach[safe])
         out: np.ndarray = (bound <= SERIES_ERROR) & (self.at[rows] >= 0)
         return out
 
