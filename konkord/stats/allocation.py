@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit, ndtr
+
+from .special import expit, ndtr
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

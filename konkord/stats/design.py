@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from .allocation import allocate, information
+from .components import connected_components
 from .ranking import PairwiseDifferences
 from .resample import critical_value
 
@@ -42,10 +41,9 @@ def is_connected(n_models: int, design: IntArray) -> bool:
     if n_models <= 1:
         return True
     rows = np.asarray(design, dtype=np.int64).reshape(-1, 3)
-    graph = coo_matrix(
-        (np.ones(rows.shape[0]), (rows[:, 1], rows[:, 2])), shape=(n_models, n_models)
-    )
-    count, _ = connected_components(graph, directed=False)
+    graph = np.zeros((n_models, n_models), dtype=bool)
+    graph[rows[:, 1], rows[:, 2]] = True
+    count, _ = connected_components(graph)
     return bool(count == 1)
 
 

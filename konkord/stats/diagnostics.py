@@ -12,9 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse
-from scipy.sparse.csgraph import connected_components
-from scipy.special import ndtri
 
 from .bt import (
     Comparisons,
@@ -28,6 +25,8 @@ from .bt import (
     win_matrix,
     win_probability,
 )
+from .components import connected_components
+from .special import ndtri
 
 
 @dataclass(frozen=True)
@@ -281,8 +280,7 @@ class Connectivity:
 def connectivity(comp: Comparisons) -> Connectivity:
     """Which models are linked, directly or through others, by at least one comparison."""
     wins = win_matrix(comp)
-    graph = scipy.sparse.csr_matrix((wins + wins.T) > 0)
-    n, labels = connected_components(graph, directed=False)
+    n, labels = connected_components((wins + wins.T) > 0)
     groups: dict[int, list[int]] = {}
     for model, label in enumerate(labels.tolist()):
         groups.setdefault(label, []).append(model)
@@ -311,7 +309,7 @@ def disconnected_resamples(wins: npt.NDArray[np.float64], active: npt.NDArray[np
     disconnected = 0
     for key, count in counts.items():
         graph = np.unpackbits(np.frombuffer(key, dtype=np.uint8))[: k * k].reshape(k, k)
-        n_parts, _ = connected_components(scipy.sparse.csr_matrix(graph), directed=False)
+        n_parts, _ = connected_components(graph)
         disconnected += count if n_parts > 1 else 0
     return disconnected
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import bdtr, expit, ndtri
 
 from .bt import (
     Comparisons,
@@ -39,6 +38,7 @@ from .bt import (
 )
 from .diagnostics import wilson_interval
 from .resample import Bootstrap, Interval
+from .special import bdtr, expit, ndtri
 
 _SIGN_BLOCK = 1 << 24  # (tasks x M^3) multiply-adds of the opponent expectations at once
 

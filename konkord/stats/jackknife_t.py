@@ -24,9 +24,9 @@ log-odds scale, where the error does not depend on how near the bound the estima
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit, stdtrit
 
 from .pairs import FloatArray
+from .special import expit, stdtrit
 
 
 def jackknife_se(values: FloatArray, weight: FloatArray | None = None) -> FloatArray:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import ndtri
-
 from .resample import critical_value
+from .special import ndtri
 
 DEFAULT_POWER = 0.8
 MAX_TASKS = 10_000_000

@@ -27,12 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse
-from scipy.special import ndtr, ndtri, stdtrit
 
 from .batchfit import (
     fit_batches,
@@ -56,6 +54,7 @@ from .bt import (
 from .bt import expected_win_rate as _expected_win_rate
 from .diagnostics import disconnected_resamples
 from .jackknife_t import jackknife_t_bounds
+from .special import ndtr, ndtri, stdtrit
 
 Mode: TypeAlias = Literal["task", "judgments"]
 Method: TypeAlias = Literal["percentile", "bca", "jackknife"]  # jackknife: see jackknife_t
@@ -267,8 +266,11 @@ def _quantile(ordered: FloatArray, q: FloatArray) -> FloatArray:
     return np.where(frac == 0.0, low_v, out)
 
 
-def _judgment_cells(comp: Comparisons) -> tuple[IntArray, scipy.sparse.csr_matrix]:
-    """Distinct (pair, score) outcomes with their counts, and each one's score matrix row."""
+def _judgment_cells(comp: Comparisons) -> tuple[IntArray, Any]:
+    """Distinct (pair, score) outcomes with their counts, and each one's score matrix row (a
+    scipy sparse matrix: imported here, as only the judgments unit needs it)."""
+    import scipy.sparse
+
     m = comp.n_models
     lo = np.minimum(comp.i, comp.j)
     hi = np.maximum(comp.i, comp.j)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit
 
 from .bt import (
     DEFAULT_MAX_ITER,
@@ -42,6 +41,7 @@ from .bt import (
     raw_win_rate,
     win_matrix,
 )
+from .special import expit
 
 GridArray = npt.NDArray[np.float64]  # (T, S) or (T, S, K)
 

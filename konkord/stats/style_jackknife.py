@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit
 
 from .bt import FloatArray
+from .special import expit
 from .style_fit import StyleData, prior_terms
 
 
