@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -78,19 +79,30 @@ def start_early(path: Path) -> None:
 
     # Checking the columns hashes the log's first bytes they cover: all of it, where nothing
     # was appended since they were saved, and the report's digest then takes that hash; or
-    # the digest was taken first (a stale results file), and the check takes its hash.
+    # the digest was taken first (a stale results file), and the check takes its hash; or an
+    # earlier command kept the hash of the log as it is (`log_hashes.kept_sha256`).
     known = log_hashes.known_sha256(path)
+    stamp = log_hashes.stamp_of(fd)
+    kept = None if known is not None else log_hashes.kept_sha256(path, stamp)
+    if kept is not None:
+        log_hashes.record(path, version, kept)
+        known = bytes.fromhex(kept)
     whole = None if known is not None else log_hashes.promise(path, version)
 
     def load() -> tuple[int, dict[str, Any]] | None:
         found = None
+        taken_ns = time.time_ns()
         try:
             found = load_saved(at, fd, version[2], None if known is None else known.hex())
             return found
         finally:
+            covers_all = found is not None and found[0] == version[2]
+            if kept is not None and not covers_all:  # the kept hash, or the columns, wrong
+                log_hashes.forget(path)
+            if whole is not None and found is not None and covers_all:
+                _keep_hash(path, fd, stamp, found[1]["log_sha256"], taken_ns)
             os.close(fd)
             if whole is not None:
-                covers_all = found is not None and found[0] == version[2]
                 whole.set_result(found[1]["log_sha256"] if found and covers_all else None)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="konkord-columns")
@@ -120,14 +132,35 @@ def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]]
         loaded = future.result()
         if version == file_version(fd) and version[2] == size:
             return loaded
-    # Read now: with the hash of the whole log where a reader took it already, or handing on
-    # the one taken here (`log_hashes`: `konkord build` checks the verdicts, then the digest).
+    # Read now: with the hash of the whole log where a reader took it already (or an earlier
+    # command kept it), or handing on the one taken here (`log_hashes`: `konkord build`
+    # checks the verdicts, then the digest).
     version = file_version(fd)
+    stamp = log_hashes.stamp_of(fd)
     whole = log_hashes.known_sha256(path, version) if version[2] == size else None
+    kept = None
+    if whole is None and version[2] == size:
+        kept = log_hashes.kept_sha256(path, stamp)
+    taken_ns = time.time_ns()
+    if kept is not None:
+        loaded = load_saved(saved_path(path), fd, size, kept)
+        if loaded is not None and loaded[0] == size:
+            log_hashes.record(path, version, kept)
+        else:  # the kept hash, or the columns, wrong: the digest hashes the log itself
+            log_hashes.forget(path)
+        return loaded
     loaded = load_saved(saved_path(path), fd, size, None if whole is None else whole.hex())
     if whole is None and loaded is not None and loaded[0] == size == version[2]:
         log_hashes.record(path, version, loaded[1]["log_sha256"])
+        _keep_hash(path, fd, stamp, loaded[1]["log_sha256"], taken_ns)
     return loaded
+
+
+def _keep_hash(path: Path, fd: int, stamp: log_hashes.Stamp, sha256: str, taken_ns: int) -> None:
+    """Keep the hash of the whole log just taken for the commands after, where the log kept
+    its stamp while it was hashed."""
+    if log_hashes.stamp_of(fd) == stamp:
+        log_hashes.keep(path, stamp, sha256, taken_ns)
 
 
 def save_columns(log: EvidenceLog) -> None:
@@ -208,17 +241,23 @@ class _TrimmedBuilder(ColumnBuilder):
         _trim_heap()
         if save_from is not None:
             saving = threading.Thread(
-                target=_save, args=(table, *save_from, saved_path(path)), name="konkord-save"
+                target=_save, args=(table, *save_from, saved_path(path), path),
+                name="konkord-save",
             )
             saving.start()
             SAVING.append(saving)
         return table
 
 
-def _save(table: VerdictTable, fd: int, size: int, at: Path) -> None:
-    """Keep the columns of the first `size` bytes of the log open as `fd` in `at`."""
+def _save(table: VerdictTable, fd: int, size: int, at: Path, log: Path) -> None:
+    """Keep the columns of the first `size` bytes of the log at `log`, open as `fd`, in `at`
+    (and the log's hash, where they cover all of it)."""
     try:
-        save_table(table, size, prefix_sha256(fd, size), at)
+        stamp = log_hashes.stamp_of(fd)
+        taken_ns = time.time_ns()
+        sha256 = prefix_sha256(fd, size)
+        if save_table(table, size, sha256, at) and stamp[2] == size:
+            _keep_hash(log, fd, stamp, sha256, taken_ns)
     finally:
         os.close(fd)
 
