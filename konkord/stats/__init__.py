@@ -20,14 +20,18 @@ Modules:
     judges       judges compared: consensus match (leave one judge out), per-task consistency,
                  length preference
     simfield     simulated fields with known strengths (tests, benchmarks, `simulate`)
+    special      the special functions they use (normal, Student t, binomial, logistic)
+    components   connected components of a small graph
 
 May import: numpy, scipy and itself; nothing else of konkord (pyproject.toml's "Statistics
-are pure" contract).
+are pure" contract). What a report computes imports numpy alone (`special`, `components`:
+scipy's import took a third of a second of it); scipy is imported only where a rarer path
+needs it (the judgments resampling unit's sparse matrices, the simulated fields).
 
 The names below are loaded when first asked for (`from konkord.stats import fit_bt`, or
 `stats.fit_bt`): importing one module of the package (`konkord.stats.style_features`) does
-not import the others, and scipy with them (half a second, which `konkord report` spends
-later, beside another process, not before it can hand the tasks to one).
+not import the others (about a quarter of a second, which `konkord report` spends later,
+beside another process, not before it can hand the tasks to one).
 """
 
 from __future__ import annotations
