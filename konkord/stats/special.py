@@ -156,13 +156,19 @@ def bdtr(k: npt.ArrayLike, n: npt.ArrayLike, p: npt.ArrayLike) -> Any:
     return _elementwise(_bdtr, k, n, p)
 
 
-@functools.lru_cache(maxsize=64)
 def _log_gamma_ratio(a: float) -> float:
-    """log(Gamma(a + 1/2) / Gamma(a)). Exact to rounding where 2a is a whole number (every
-    whole number of degrees of freedom): the difference of two `lgamma`s near a * log(a) loses
-    about 1e-12 at a thousand degrees of freedom, which the t quantile would carry."""
+    """log(Gamma(a + 1/2) / Gamma(a)), to rounding: by its asymptotic series from a = 25 on
+    (the first term left out is below 1e-18 there), exactly where 2a is a smaller whole
+    number. The difference of two `lgamma`s near a * log(a) loses about 1e-12 at a thousand
+    degrees of freedom, which the t quantile would carry."""
+    if a >= 25.0:
+        inverse = 1.0 / a
+        square = inverse * inverse
+        series = inverse * (-1.0 / 8.0 + square * (1.0 / 192.0 + square * (
+            -1.0 / 640.0 + square * 17.0 / 14336.0)))  # fmt: skip
+        return 0.5 * math.log(a) + series
     twice = 2.0 * a
-    if twice == math.floor(twice) and 1.0 <= twice <= 2.0 * _LARGE_DF:
+    if twice == math.floor(twice) and twice >= 1.0:
         n = int(a)
         central = math.comb(2 * n, n) / 4**n  # C(2n, n) / 4^n, rounded once
         if twice % 2.0 == 0.0:  # Gamma(n + 1/2) / Gamma(n) = sqrt(pi) n C(2n, n) / 4^n
@@ -218,6 +224,7 @@ def _cornish_fisher(z: float, df: float) -> float:
     return z + (g1 + (g2 + (g3 + g4 / df) / df) / df) / df
 
 
+@functools.lru_cache(maxsize=4096)  # the planner asks again and again at the same counts
 def _stdtrit(df: float, p: float) -> float:
     if math.isnan(df) or math.isnan(p) or df <= 0.0 or not 0.0 <= p <= 1.0:
         return math.nan
@@ -250,7 +257,8 @@ def _upper_quantile(df: float, tail: float) -> float:
             continue
         step = (math.log(upper) - log_tail) * upper / (_t_density(t, df) * t)
         log_t += max(-2.0, min(2.0, step))
-        if abs(step) <= 1e-16 or (n >= 3 and abs(step) >= last):  # done, or down to rounding
+        # Newton's error is about the square of its step: below 1e-8, one more is rounding.
+        if abs(step) <= 1e-8 or (n >= 3 and abs(step) >= last):
             break
         last = abs(step)
     return math.exp(log_t)
@@ -267,7 +275,7 @@ def _central_quantile(df: float, p: float) -> float:
     for _ in range(100):
         step = (_stdtr(df, t) - p) / _t_density(t, df)
         t -= step
-        if abs(step) <= 1e-16 * max(abs(t), 1e-300) or abs(step) >= last:
+        if abs(step) <= 1e-8 * max(abs(t), 1e-300) or abs(step) >= last:  # as above
             break
         last = abs(step)
     return t
