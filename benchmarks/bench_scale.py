@@ -18,7 +18,10 @@ owing nothing in .konkord/owed (konkord/stages/owed_stamp.py: the judge found so
 so the build does not compose and hash its 380,000 calls again); made here the way the judge
 makes them, where the log was copied rather than judged. `report-cold` times the report of the
 same log without them (a log judged by an earlier konkord, or copied from elsewhere): it parses
-the log, then saves them.
+the log, then saves them. `report` hashes the log as the first report after the judge does (the
+judge keeps no hash of a log it has just written: konkord/evidence/log_hashes.py);
+`report-again` times a report run again on the same evidence (another rubric, other prices),
+which takes the hash the first one kept.
 
 Each step is a whole `konkord` process, interpreter start included: wall seconds and peak memory
 (VmHWM of the main process, and the largest peak of any worker process it started). With
@@ -78,6 +81,8 @@ STEPS: dict[str, tuple[str, ...]] = {
     "report": ("report", "--run", "big"),
     # the report of a log whose columns no konkord saved (judged by an older one, or copied)
     "report-cold": ("report", "--run", "big"),
+    # again, on the same evidence: the log's hash kept by the report before (log_hashes)
+    "report-again": ("report", "--run", "big"),
     "build": ("build", "--offline"),
 }
 
@@ -261,8 +266,9 @@ def summary(results: list[dict[str, float | str]]) -> str:
 # The verdict columns the judge saved in .konkord/columns stay (they are the judge's), but for
 # report-cold.
 MADE_BY = {
-    "report": ("results", ".konkord/report"),
+    "report": ("results", ".konkord/report", ".konkord/hashes"),
     "report-cold": ("results", ".konkord"),
+    "report-again": ("results", ".konkord/report"),
     "build": ("public", ".konkord/build", ".konkord/report"),
     "judge": ("runs/big/verdicts.jsonl", ".konkord"),  # every call made again: no verdict, no cache
 }

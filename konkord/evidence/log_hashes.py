@@ -102,7 +102,7 @@ def _kept_path(path: Path) -> Path:
 def kept_sha256(path: Path, stamp: Stamp) -> str | None:
     """The sha256 (hex) kept for the file at `path` by an earlier command, where the file
     has the stamp it had then (`stamp`: its stamp now); else None."""
-    if stamp[2] < KEEP_BYTES:
+    if stamp[2] < KEEP_BYTES or outside_problem(KEPT_DIR, Path(".")) is not None:
         return None
     try:
         kept = json.loads(_kept_path(path).read_bytes())

@@ -131,7 +131,9 @@ def _solve_spd(matrix: BatchPairMatrix, rhs: BatchModelVector) -> BatchModelVect
     can produce; a singular one is an error that says why.
     """
     try:
-        out: BatchModelVector = np.linalg.solve(matrix, rhs[..., None])[..., 0]
+        out: BatchModelVector = np.linalg.solve(matrix, rhs[..., None])[..., 0].astype(
+            np.float64, copy=False
+        )
     except np.linalg.LinAlgError as err:
         raise ValueError(
             "Bradley-Terry fit is singular: with prior=0 every model needs comparisons "
