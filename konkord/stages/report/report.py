@@ -87,11 +87,11 @@ def _objective(
     """The judge (and people) against executed tests, where the suite's tasks declare tests."""
     import dataclasses
 
-    from konkord.stats.objective import objective_block
-
     passed = {(t, m): bool(r.get("passed")) for (t, m, c), r in checks.items() if c == "tests"}
     if not passed:
         return None
+    from konkord.stats.objective import objective_block
+
     block = objective_block(
         combined,
         passed,
@@ -177,13 +177,21 @@ def write_report(
 
 
 def _load_figures() -> None:
-    """Import what computes the figures (the statistics, scipy with them: about half a second
-    at 20 models x 1,000 tasks): once the tasks are handed to a worker process, or meanwhile
-    where the verdict log's columns are still being read, not before (`report_parts`)."""
+    """Import what computes the figures (the statistics and what they load on first use:
+    about a quarter of a second at 20 models x 1,000 tasks): once the tasks are handed to a
+    worker process, or meanwhile where the verdict log's columns are still being read, not
+    before (`report_parts`)."""
+    import numpy.ma  # (numpy loads it at the first np.unique)
+    import numpy.random  # noqa: F401
+
     import konkord.stages.calibrate.calibrate
     import konkord.stages.calibrate.route_rows
     import konkord.stages.judge.cascade_report
-    import konkord.stages.report.judges  # noqa: F401
+    import konkord.stages.judge.design
+    import konkord.stages.report.judges
+    import konkord.stats.gate
+    import konkord.stats.ranking_text
+    import konkord.stats.style_boot  # noqa: F401
 
 
 def _in_background(work: Callable[..., T], *args: Any) -> Future[T]:
