@@ -97,7 +97,7 @@ def start_early(path: Path) -> None:
             return found
         finally:
             covers_all = found is not None and found[0] == version[2]
-            if kept is not None and not covers_all:  # the kept hash, or the columns, wrong
+            if kept is not None and found is None:  # the kept hash, or the columns, wrong
                 log_hashes.forget(path)
             if whole is not None and found is not None and covers_all:
                 _keep_hash(path, fd, stamp, found[1]["log_sha256"], taken_ns)
@@ -144,7 +144,7 @@ def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]]
     taken_ns = time.time_ns()
     if kept is not None:
         loaded = load_saved(saved_path(path), fd, size, kept)
-        if loaded is not None and loaded[0] == size:
+        if loaded is not None:
             log_hashes.record(path, version, kept)
         else:  # the kept hash, or the columns, wrong: the digest hashes the log itself
             log_hashes.forget(path)
