@@ -26,7 +26,7 @@ Modules:
 May import: numpy, scipy and itself; nothing else of konkord (pyproject.toml's "Statistics
 are pure" contract). What a report computes imports numpy alone (`special`, `components`:
 scipy's import took a third of a second of it); scipy is imported only where a rarer path
-needs it (the judgments resampling unit's sparse matrices, the simulated fields).
+needs it (the sparse matrices of the judgments resampling unit).
 
 The names below are loaded when first asked for (`from konkord.stats import fit_bt`, or
 `stats.fit_bt`): importing one module of the package (`konkord.stats.style_features`) does
