@@ -145,3 +145,27 @@ def test_a_wrong_kept_hash_never_passes_the_saved_columns(
     assert_same_table(table, parsed(log))
     # and the kept hash forgotten: the digest hashes the log itself
     assert log_hashes.sha256_of(path) == hashlib.sha256(path.read_bytes()).digest()
+
+
+def test_a_kept_record_that_is_not_one_is_ignored(
+    saving: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder, a huge file or broken JSON where a kept hash should be: the file is hashed
+    (and nothing past a few kilobytes of the record is read)."""
+    settled(monkeypatch)
+    path = Path("big.jsonl")
+    path.write_bytes(b'{"a": 1}\n' * 1000)
+    true = hashlib.sha256(path.read_bytes()).digest()
+    log_hashes.sha256_of(path)
+    [kept_file] = log_hashes.KEPT_DIR.glob("*.json")
+    record = json.loads(kept_file.read_text())
+    forged = json.dumps({**record, "sha256": "ab" * 32})
+    for bad in (forged + " " * 5000, '{"path": ', "[]", json.dumps({**record, "sha256": 7})):
+        kept_file.write_text(bad)
+        new_command()
+        assert log_hashes.sha256_of(path) == true
+        kept_file.write_text(bad)  # (the hash taken is kept again, over it)
+    kept_file.unlink()
+    kept_file.mkdir()
+    new_command()
+    assert log_hashes.sha256_of(path) == true

@@ -43,6 +43,8 @@ KEEP_BYTES = 8 << 20
 # same tick of the file system's clock, leaving its stamp as it was: such a hash is not kept.
 SETTLED_NS = 2_000_000_000
 Stamp = tuple[int, int, int, int, int]
+# A kept record is about 250 bytes; anything past this is not one (and is not read whole).
+_KEPT_MAX_BYTES = 4096
 
 # By resolved path: the version of the file a hash is (being) taken of, and the hash (hex), or
 # None where the reader found it could not vouch for the whole file.
@@ -105,7 +107,11 @@ def kept_sha256(path: Path, stamp: Stamp) -> str | None:
     if stamp[2] < KEEP_BYTES or outside_problem(KEPT_DIR, Path(".")) is not None:
         return None
     try:
-        kept = json.loads(_kept_path(path).read_bytes())
+        with _kept_path(path).open("rb") as handle:
+            data = handle.read(_KEPT_MAX_BYTES + 1)
+        if len(data) > _KEPT_MAX_BYTES:
+            return None
+        kept = json.loads(data)
         if (
             kept["path"] == str(path.resolve())
             and tuple(kept["stamp"]) == stamp
