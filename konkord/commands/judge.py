@@ -274,7 +274,8 @@ def _require_usable_answers(spec: RunSpec) -> None:
     judge stage that "succeeds" with zero verdicts would hide it."""
     from konkord.errors import KonkordError
     from konkord.evidence.log import EvidenceLog
-    from konkord.stages.current import answer_shas, good_answers
+    from konkord.evidence.verdicts import answer_shas
+    from konkord.stages.current import good_answers
 
     answers = good_answers(spec, EvidenceLog(spec.run_dir))
     usable = answer_shas(answers)

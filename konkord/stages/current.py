@@ -12,7 +12,7 @@ import numpy as np
 
 from konkord.configuration.runspec import RunSpec
 from konkord.evidence.log import EvidenceLog, Record
-from konkord.evidence.verdicts import VerdictRecord, answer_sha
+from konkord.evidence.verdicts import VerdictRecord
 from konkord.results import schema as R
 from konkord.stages.run import current_answers
 
@@ -41,15 +41,6 @@ def good_answers(spec: RunSpec, log: EvidenceLog) -> dict[tuple[str, str], Recor
     """The current answer per (task, model) for this run's models and settings."""
     answers = current_answers(log, spec.suite, spec.settings)
     return {key: rec for key, rec in answers.items() if key[1] in spec.models}
-
-
-def answer_shas(answers: dict[tuple[str, str], Record]) -> dict[tuple[str, str], str]:
-    """(task, model) -> sha of the current good answer, to tell fresh verdicts from stale ones."""
-    return {
-        key: answer_sha(rec["text"])
-        for key, rec in answers.items()
-        if rec.get("error") is None and rec.get("text") is not None
-    }
 
 
 def system_prompt_for(log: EvidenceLog, frame_hash: str | None) -> str | None:

@@ -11,14 +11,14 @@ from konkord.configuration.runspec import RunSpec
 from konkord.configuration.turns import conversation_count
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog
-from konkord.evidence.verdicts import VerdictRecord, combine_verdicts
+from konkord.evidence.verdicts import VerdictRecord, answer_shas, combine_verdicts
 from konkord.results import schema as R
 from konkord.results.schema import read_results, write_results
 from konkord.stages.calibrate.calibrate import calibration_block
 from konkord.stages.calibrate.calibrate_print import format_calibration
 from konkord.stages.calibrate.methods import describe
 from konkord.stages.calibrate.route_rows import route_rows
-from konkord.stages.current import answer_shas, good_answers
+from konkord.stages.current import good_answers
 from konkord.stages.decisions_of import decisions_of
 from konkord.stages.judge.cascade_print import format_cascade
 from konkord.stages.judge.cascade_report import cascade_block

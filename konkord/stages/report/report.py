@@ -25,6 +25,7 @@ from konkord.evidence.verdict_table import reading_early
 from konkord.evidence.verdicts import (
     CombinedVerdict,
     VerdictRecord,
+    answer_shas,
     combine_verdicts,
     judges_in_log,
 )
@@ -34,7 +35,6 @@ from konkord.results.files import StagedTasks, TasksInBackground
 from konkord.results.schema import write_results
 from konkord.stages.calibrate.methods import describe
 from konkord.stages.current import (
-    answer_shas,
     current_labels,
     evidence_date,
     good_answers,
