@@ -124,6 +124,15 @@ def kept_sha256(path: Path, stamp: Stamp) -> str | None:
     return None
 
 
+def take_kept(path: Path, version: FileVersion, stamp: Stamp) -> str | None:
+    """The hash kept for the file at `path` as it is (`version`, `stamp`: the caller's open
+    file), handed on to this process's later readers as well; None where none is kept."""
+    kept = kept_sha256(path, stamp)
+    if kept is not None:
+        record(path, version, kept)
+    return kept
+
+
 def keep(path: Path, stamp: Stamp, sha256: str, taken_ns: int) -> None:
     """Keep the sha256 (hex) of the file at `path`, which had `stamp` when hashing began at
     `taken_ns` (`time.time_ns()`), for the commands after; not where the file had changed
@@ -165,9 +174,8 @@ def sha256_of(path: Path) -> bytes | None:
         fd = handle.fileno()
         before = file_version(fd)
         stamp = stamp_of(fd)
-        kept = kept_sha256(path, stamp)
+        kept = take_kept(path, before, stamp)
         if kept is not None:
-            record(path, before, kept)
             return bytes.fromhex(kept)
         taken_ns = time.time_ns()
         digest = hashlib.sha256()

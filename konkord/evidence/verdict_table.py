@@ -83,9 +83,8 @@ def start_early(path: Path) -> None:
     # earlier command kept the hash of the log as it is (`log_hashes.kept_sha256`).
     known = log_hashes.known_sha256(path)
     stamp = log_hashes.stamp_of(fd)
-    kept = None if known is not None else log_hashes.kept_sha256(path, stamp)
+    kept = None if known is not None else log_hashes.take_kept(path, version, stamp)
     if kept is not None:
-        log_hashes.record(path, version, kept)
         known = bytes.fromhex(kept)
     whole = None if known is not None else log_hashes.promise(path, version)
 
@@ -140,13 +139,11 @@ def _saved_columns(path: Path, fd: int, size: int) -> tuple[int, dict[str, Any]]
     whole = log_hashes.known_sha256(path, version) if version[2] == size else None
     kept = None
     if whole is None and version[2] == size:
-        kept = log_hashes.kept_sha256(path, stamp)
+        kept = log_hashes.take_kept(path, version, stamp)
     taken_ns = time.time_ns()
     if kept is not None:
         loaded = load_saved(saved_path(path), fd, size, kept)
-        if loaded is not None:
-            log_hashes.record(path, version, kept)
-        else:  # the kept hash, or the columns, wrong: the digest hashes the log itself
+        if loaded is None:  # the kept hash, or the columns, wrong: the digest hashes the log
             log_hashes.forget(path)
         return loaded
     loaded = load_saved(saved_path(path), fd, size, None if whole is None else whole.hex())

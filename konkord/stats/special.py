@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["bdtr", "betainc", "expit", "ndtr", "ndtri", "stdtr", "stdtrit"]
+__all__ = ["bdtr", "expit", "ndtr", "ndtri", "stdtr", "stdtrit"]
 
-FloatArray = npt.NDArray[np.float64]
 _STANDARD = NormalDist()
 _SQRT1_2 = math.sqrt(0.5)
 # The continued fraction of the incomplete beta function: its terms are taken until the
@@ -131,11 +130,6 @@ def _betainc(
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _fraction(a, b, x) / a
     return 1.0 - front * _fraction(b, a, y) / b
-
-
-def betainc(a: npt.ArrayLike, b: npt.ArrayLike, x: npt.ArrayLike) -> Any:
-    """The regularised incomplete beta function I_x(a, b), elementwise."""
-    return _elementwise(_betainc, a, b, x)
 
 
 def _bdtr(k: float, n: float, p: float) -> float:
