@@ -80,6 +80,7 @@ class VerdictTable:
         self.lengths = lengths
         self._codes: dict[Any, int] | None = None
         self._columns: dict[str, list[Any]] = {}
+        self._pool_values: list[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -108,10 +109,16 @@ class VerdictTable:
                 for i in np.flatnonzero(kinds != HASH_HELD).tolist():
                     made[i] = self.get(i, name)
             else:
-                pool = [None if v is MISSING else v for v in self.pool]
+                pool = self.pool_values()
                 made = [pool[c] for c in self.coded[name].tolist()]
             self._columns[name] = made
         return made
+
+    def pool_values(self) -> list[Any]:
+        """The pool as values: what each code stands for (None for null and absent)."""
+        if self._pool_values is None:
+            self._pool_values = [None if v is MISSING else v for v in self.pool]
+        return self._pool_values
 
     def number(self, name: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(values, present) of a number field at `rows`: present is False where the field is

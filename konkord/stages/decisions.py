@@ -33,6 +33,7 @@ from konkord.evidence.log import Record
 from konkord.evidence.verdicts import CombinedVerdict, VerdictRecord, combine_verdicts
 
 if TYPE_CHECKING:  # numpy stays out of the light readers (the judges table, the site)
+    from konkord.stages.decisions_cost import Tally
     from konkord.stages.judge.cascade_view import CascadePairs, CascadePlan
 
 PairKey = tuple[str, str, str]  # task_id, model_a, model_b
@@ -124,13 +125,13 @@ def cost_of(records: Iterable[VerdictRecord], who: str, price: Price | None) -> 
         cost_usd=None if unknown or not calls else round(known, 6),
         known_cost_usd=round(known, 6),
         unknown_calls=unknown,
-        median_latency_s=round(median(latencies), 4) if latencies else None,
+        median_latency_s=round(median(latencies), 4) if len(latencies) else None,
     )
 
 
 def _cost_of_records(
     records: list[VerdictRecord], who: str, price: Price | None
-) -> tuple[int, int, int, float, int, list[float]]:
+) -> Tally:
     """(calls, tokens in, tokens out, known dollars, calls of unknown cost, latencies) of plain
     records, one at a time: what `cost_of_rows` gives from the columns."""
     calls = tokens_in = tokens_out = unknown = 0
@@ -192,7 +193,7 @@ class Route:
             cost_usd=None if unknown else known,
             known_cost_usd=known,
             unknown_calls=unknown,
-            median_latency_s=round(median(latencies), 4) if latencies else None,
+            median_latency_s=round(median(latencies), 4) if len(latencies) else None,
         )
 
 

@@ -15,8 +15,8 @@ from konkord.evidence.verdict_table import VerdictTable, rows_of_one_table
 from konkord.evidence.verdicts import VerdictRecord
 
 # What the rule gives over a set of calls: calls, tokens in, tokens out, dollars known,
-# calls of unknown cost, and the latencies recorded.
-Tally = tuple[int, int, int, float, int, list[float]]
+# calls of unknown cost, and the latencies recorded (a list, or an array from the columns).
+Tally = tuple[int, int, int, float, int, "list[float] | np.ndarray"]
 
 
 def _calls(table: VerdictTable, rows: np.ndarray) -> tuple[np.ndarray, dict[int, Any]]:
@@ -63,12 +63,13 @@ def cost_of_rows(
         ) / 1e6
     known_rows = use_recorded | nothing_billed | priced
     unknown = int((~known_rows).sum())
-    known = 0.0
-    for value in dollars[known_rows].tolist():  # summed in record order, as the loop does
-        known += value
+    # Summed in record order, as the loop does: a running sum adds one value at a time (a
+    # plain sum would add in pairs, another rounding); + 0.0 as the loop's start (-0.0 -> 0.0).
+    known_dollars = dollars[known_rows]
+    known = float(np.cumsum(known_dollars)[-1]) + 0.0 if len(known_dollars) else 0.0
     latency, has_latency = table.number("latency_s", rows)
-    latencies = latency[has_latency].tolist()
-    tally = (calls, int(tokens_in.sum()), int(tokens_out.sum()), known, unknown, latencies)
+    tally = (calls, int(tokens_in.sum()), int(tokens_out.sum()), known, unknown,
+             latency[has_latency])
     return tally
 
 
@@ -85,7 +86,7 @@ def latencies_of_rows(records: Sequence[VerdictRecord]) -> list[float] | None:
     return values
 
 
-def median(values: list[float]) -> float:
+def median(values: list[float] | np.ndarray) -> float:
     """`statistics.median(values)`, the same float, by a partial sort in numpy (at 380,000
     latencies, sorting Python floats cost a tenth of a second); values with a NaN, whose
     place in a sort is arbitrary, go to statistics itself."""
@@ -93,7 +94,7 @@ def median(values: list[float]) -> float:
 
     data = np.asarray(values, dtype=np.float64)
     if len(data) < 2 or np.isnan(data).any():
-        return statistics.median(values)
+        return float(statistics.median(data.tolist()))
     k = len(data) // 2
     if len(data) % 2:
         return float(np.partition(data, k)[k])
