@@ -26,7 +26,7 @@ from konkord.results.schema import read_results
 from konkord.stages.report import report as report_module
 from konkord.stages.report import task_spawn, task_worker
 from konkord.stages.report.report import ReportOptions, write_report
-from konkord.stages.report.task_source import TaskSource, tasks_of
+from konkord.stages.report.task_source import TaskSource, answer_features, tasks_of
 
 FAST = ReportOptions(resamples=20, seed=1)
 
@@ -227,3 +227,97 @@ def test_a_worker_started_early_is_the_one_the_report_uses_and_an_unused_one_is_
     monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 10)
     task_spawn.start_early(5)  # a small log: no worker
     assert len(spawned) == 2
+
+
+def _start_early(project: Path, monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """A worker started early for run r, as `konkord report` of a large log starts one; the
+    processes started from here on."""
+    spawned: list[subprocess.Popen[bytes]] = []
+    real = task_spawn.subprocess.Popen
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        spawned.append(real(*args, **kwargs))
+        return spawned[-1]
+
+    monkeypatch.setattr(task_spawn.subprocess, "Popen", spied)
+    monkeypatch.setattr(task_spawn, "core_free", lambda: True)
+    monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 0)
+    task_spawn.start_early(1)
+    assert len(spawned) == 1 and task_spawn.waiting()
+    return spawned
+
+
+def test_a_worker_started_early_counts_the_style_features_the_report_uses(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    """The answers go to the early worker as soon as they are read; the features it counts
+    are the ones the report would count (the report does not count them itself), and the
+    files are the bytes a thread makes."""
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    expected = report_files(project)  # features counted here, tasks by a worker
+    answers = report_module.good_answers(resolve_run("r"), EvidenceLog(project / "runs" / "r"))
+    spawned = _start_early(project, monkeypatch)
+    early = task_worker.EarlyAnswers(answers, True)
+    counted = early.features()
+    early.stop()
+    assert counted == answer_features(answers) and len(counted) == 8
+    assert early.worker is spawned[0] and early.worker.poll() is not None
+
+    def not_here(answers: object) -> object:
+        raise AssertionError("the report counted the features the worker had counted")
+
+    _start_early(project, monkeypatch)
+    monkeypatch.setattr(report_module, "answer_features", not_here)
+    assert report_files(project) == expected
+    assert task_spawn.EARLY == [] and [type(m).__name__ for m in started][-1] == "TasksInProcess"
+
+
+def test_an_early_worker_that_dies_with_the_answers_fails_the_report_as_before(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    """Killed once it has the answers: the report counts the features itself, then fails
+    with the worker's exit status when the tasks are due; the previous results stand."""
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    before = report_files(project)
+    EvidenceLog(project / "runs" / "r").append(
+        "labels",
+        {"task_id": "t00", "model_a": "m/a", "model_b": "m/b", "labeller": "cy",
+         "winner": "m/a", "created_at": "2026-01-03T03:04:05+00:00"},
+    )  # fmt: skip
+    real = task_worker.EarlyAnswers.__init__
+
+    def killed(self: task_worker.EarlyAnswers, *args: Any) -> None:
+        real(self, *args)
+        self.sending.join()
+        self.worker.kill()
+
+    monkeypatch.setattr(task_worker.EarlyAnswers, "__init__", killed)
+    spawned = _start_early(project, monkeypatch)
+    with pytest.raises(KonkordError, match=r"task-file worker \(pid \d+\) ended with exit status"):
+        report_files(project)
+    assert snapshot(project / "results") == before
+    assert spawned[0].poll() is not None and task_spawn.EARLY == []
+
+
+def test_a_cascades_answers_are_not_sent_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cascade marks its comparisons on the tasks in this process: its answers are not
+    handed on when read (a worker started early for it is stopped at exit, as any unused)."""
+    monkeypatch.chdir(REPO)  # read only: report_parts writes nothing
+    cascade = next(run for run in DEMOS if resolve_run(run).cascade is not None)
+    handed: list[Any] = []
+    made: list[Any] = []
+
+    def ready(tasks: object, source: TaskSource | None) -> None:
+        made.append(source)
+
+    report_module.report_parts(
+        resolve_run(cascade), FAST, ready, None, lambda answers, count: handed.append(answers)
+    )
+    assert made == [None] and handed == []
+    plain = next(run for run in DEMOS if resolve_run(run).cascade is None)
+    report_module.report_parts(
+        resolve_run(plain), FAST, ready, None, lambda answers, count: handed.append(answers)
+    )
+    assert made[1] is not None and len(handed) == 1 and handed[0] == made[1].answers

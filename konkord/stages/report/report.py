@@ -46,10 +46,16 @@ from konkord.stages.judge.cascade_view import final_records, plan_of
 from konkord.stages.report.freshness import DEFAULT_RESAMPLES, ReportOptions, inputs_digest
 from konkord.stages.report.report_family import mark_self_family
 from konkord.stages.report.report_ranking import judge_block
-from konkord.stages.report.report_style import answer_features, style_block
+from konkord.stages.report.report_style import style_block
 from konkord.stages.report.report_views import cost_line, pass_rates_block
-from konkord.stages.report.task_source import TaskSource, task_source, tasks_of
-from konkord.stages.report.task_worker import TasksInProcess, pays
+from konkord.stages.report.task_source import (
+    TaskSource,
+    answer_features,
+    task_source,
+    tasks_of,
+)
+from konkord.stages.report.task_spawn import waiting
+from konkord.stages.report.task_worker import EarlyAnswers, TasksInProcess, pays
 from konkord.stats.threads import threads_at_most
 
 __all__ = [
@@ -68,6 +74,8 @@ __all__ = [
 
 DEFAULT_OPTIONS = ReportOptions()
 T = TypeVar("T")
+# Where style features counted elsewhere are had (`task_worker.EarlyAnswers.features`).
+Features = Callable[[], dict[tuple[str, str], dict[str, int]] | None]
 
 
 def _current_checks(spec: RunSpec) -> dict[tuple[str, str, str], Record]:
@@ -153,25 +161,42 @@ def write_report(
     makes them, the figures' fits run on one thread (`stats.threads`): the report waits for
     the worker, and a second thread of the fits took its core."""
     pending: list[StagedTasks] = []
+    early: list[EarlyAnswers] = []
     limits = contextlib.ExitStack()
 
+    def answers_read(answers: dict[tuple[str, str], Record], count: bool) -> Features | None:
+        if not waiting():  # no worker started early (`task_spawn`): the tasks wait their turn
+            return None
+        try:
+            early.append(EarlyAnswers(answers, count))
+        except OSError:
+            return None
+        return early[0].features
+
     def start(tasks: Iterator[R.TaskView | R.TaskData], source: TaskSource | None) -> None:
-        if source is not None and pays(source):
+        sent = early.pop() if early else None
+        if sent is not None and source is None:  # a cascade's tasks are made here
+            sent.stop()
+            sent = None
+        if source is not None and (sent is not None or pays(source)):
             try:
-                pending.append(TasksInProcess(path, spec.name, source))
+                pending.append(TasksInProcess(path, spec.name, source, sent))
                 limits.enter_context(threads_at_most(1))
                 return
             except OSError:  # no process to be had (a limit on processes or files): a thread
-                pass
+                if sent is not None:
+                    sent.stop()
         pending.append(TasksInBackground(path, spec.name, tasks))
 
     with no_gc(), limits:
         try:
-            summary, tasks = report_parts(spec, options, start, digest)
+            summary, tasks = report_parts(spec, options, start, digest, answers_read)
             write_results(summary, path, pending[0] if pending else tasks)
         except BaseException:  # the figures failed, or Ctrl-C: the previous results stand
             for background in pending:
                 background.stop()
+            for sent in early:
+                sent.stop()
             raise
     return summary
 
@@ -209,12 +234,17 @@ def report_parts(
     tasks_ready: Callable[[Iterator[R.TaskView | R.TaskData], TaskSource | None], None]
     | None = None,
     digest: str | None = None,
+    answers_read: Callable[[dict[tuple[str, str], Record], bool], Features | None]
+    | None = None,
 ) -> tuple[R.Results, Iterator[R.TaskView | R.TaskData]]:
     """The results without their tasks, and the tasks to be made one at a time (as plain data,
     or as models where a cascade marks its comparisons on them). `tasks_ready`, if given, is
     handed the tasks as soon as they can be made, before the figures are computed, with what
     they are made from (None where a cascade marks them: they are made here); `digest`, the
-    inputs' digest if the caller has it."""
+    inputs' digest if the caller has it. `answers_read`, if given, is handed the answers as
+    soon as they are read (where no cascade marks the tasks), and whether their style
+    features are wanted; it may return where to get them counted elsewhere (None: not
+    counted there; they are counted here)."""
     log = EvidenceLog(spec.run_dir)
     if not log.exists():
         raise KonkordError(
@@ -225,6 +255,10 @@ def report_parts(
     # hashing lets go of the interpreter, so it runs on another core while the log is parsed.
     hashing = None if digest is not None else _in_background(inputs_digest, spec, options)
     answers = good_answers(spec, log)
+    plan = plan_of(spec)
+    counted = None
+    if answers_read is not None and plan is None:
+        counted = answers_read(answers, spec.style_control)
     shas = answer_shas(answers)
     if reading_early(log.path("verdicts")):  # waiting for the log's columns: import meanwhile
         _load_figures()
@@ -236,12 +270,13 @@ def report_parts(
         )
     labels = current_labels(log)
     checks = _current_checks(spec)
-    plan = plan_of(spec)
     decisions = decisions_of(spec, log, shas, labels)
     cascade = decisions.cascade
     if plan is not None:  # the first pass is evidence for the cascade, not a judge of its own
         judges = [j for j in judges if j != plan.first_pass]
-    features = answer_features(answers) if spec.style_control else {}
+    features: dict[tuple[str, str], dict[str, int]] = {}
+    if spec.style_control:
+        features = (counted() if counted is not None else None) or answer_features(answers)
     records_by_judge: dict[str, Sequence[VerdictRecord]] = {}
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     for judge in judges:

@@ -1,7 +1,7 @@
 """The style-control block of a judge: the ranking with its taste for length and formatting
 taken out, each style coefficient in words, and the same fit on people's labels beside it.
 
-Style features are counted once per answer (`answer_features`) and kept in the results file
+Style features are counted once per answer (`task_source.answer_features`) and kept in the results file
 with the answer. For each judge, its combined verdicts (both orders, as for the plain ranking)
 are refitted with the pairs' normalised style differences as covariates
 (`konkord.stats.style_fit`), with the same task bootstrap, and the ranking goes through the
@@ -46,17 +46,6 @@ _PREFERS = {
                     "code-block count"),
 }
 Item = tuple[str, str, str, float]  # task_id, model_a, model_b, model_a's score
-
-
-def answer_features(answers: dict[tuple[str, str], Record]) -> dict[tuple[str, str], dict[str, int]]:
-    """Style features of every answer that has text, counted once."""
-    from konkord.stats.style_features import style_features
-
-    return {
-        key: style_features(str(rec["text"]))
-        for key, rec in answers.items()
-        if rec.get("error") is None and isinstance(rec.get("text"), str)
-    }
 
 
 @dataclass(frozen=True)

@@ -175,6 +175,18 @@ class TaskSource:
         return sum(len(judged) for judged in self.comparisons)
 
 
+def answer_features(answers: dict[tuple[str, str], Record]) -> dict[tuple[str, str], dict[str, int]]:
+    """Style features of every answer that has text, counted once (for the style-controlled
+    ranking and the task pages; in the task-file worker where one waits: `task_worker`)."""
+    from konkord.stats.style_features import style_features
+
+    return {
+        key: style_features(str(rec["text"]))
+        for key, rec in answers.items()
+        if rec.get("error") is None and isinstance(rec.get("text"), str)
+    }
+
+
 def task_source(
     spec: RunSpec,
     answers: dict[tuple[str, str], Record],
