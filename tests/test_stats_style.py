@@ -15,6 +15,7 @@ from konkord.stats.resample import bootstrap, task_weights
 from konkord.stats.style_boot import style_bootstrap
 from konkord.stats.style_features import (
     TOKEN_PATTERN,
+    feature_matrix,
     normalised_difference,
     style_features,
     token_count,
@@ -305,3 +306,13 @@ def test_a_near_separated_field_stays_finite_and_every_resample_is_its_own_fit()
         own = fit_style_bt(data, weights=weights[k])
         np.testing.assert_allclose(boot.bootstrap.log_strength[k], own.fit.log_strength,
                                    atol=2e-5)
+
+
+def test_feature_matrix_stacks_counts_in_the_names_order_and_a_missing_name_counts_zero() -> None:
+    counts = [{"tokens": 12, "bold": 3, "headers": 1}, {"bold": 0, "headers": 2, "tokens": 7}]
+    assert feature_matrix(counts, ("bold", "tokens")).tolist() == [[3.0, 12.0], [0.0, 7.0]]
+    assert feature_matrix(counts, ("tokens",)).tolist() == [[12.0], [7.0]]
+    lacking = [*counts, {"tokens": 5}]  # no "bold": 0, as for every name it lacks
+    assert feature_matrix(lacking, ("bold", "tokens")).tolist() == [[3.0, 12.0], [0.0, 7.0],
+                                                                      [0.0, 5.0]]
+    assert feature_matrix([], ("bold", "tokens")).shape == (0, 2)

@@ -73,7 +73,8 @@ def evidence_date(log: EvidenceLog) -> str | None:
         for rec in log.records(stream):
             newest = max(newest, str(rec.get("created_at") or ""))
     table = verdict_table(log)  # the verdicts' columns: their dates are a handful of codes
-    for code in set(table.coded["created_at"].tolist()):
+    dates = table.coded["created_at"]
+    for code in np.flatnonzero(np.bincount(dates)).tolist() if len(dates) else []:
         newest = max(newest, str(table.get_code(code) or ""))
     return newest[:10] or None
 
