@@ -170,9 +170,14 @@ def _latest_per_key(table: VerdictTable, rows: np.ndarray) -> np.ndarray:
     for name in ("task_id", "model_a", "model_b", "order"):
         rank, size = _dense(table.coded[name][rows], len(table.pool))
         key = key * size + rank
-    _, first = np.unique(key, return_index=True)
-    _, from_end = np.unique(key[::-1], return_index=True)
-    last = len(rows) - 1 - from_end
+    # One stable sort groups each key's rows in write order: a group's first is where the
+    # key was first written, its last the row that stands (two np.unique calls sorted twice).
+    if not len(rows):
+        return rows
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.diff(key[order], prepend=-1))
+    first = order[starts]
+    last = order[np.append(starts[1:], len(order)) - 1]
     return rows[last[np.argsort(first, kind="stable")]]
 
 
