@@ -178,3 +178,18 @@ def test_distinct_is_numpys_unique(dtype: type) -> None:
         values = rng.integers(-3, high, size=size).astype(dtype)
         got, want = distinct(values), np.unique(values)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 5000])
+def test_key_runs_give_what_np_unique_gives_and_each_keys_last(size: int) -> None:
+    from konkord.evidence.combined_columns import key_runs
+
+    key = np.random.default_rng(size).integers(0, max(1, size // 3), size=size)
+    order, starts = key_runs(key)
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    assert key[order[starts]].tolist() == distinct.tolist()
+    assert order[starts].tolist() == first.tolist()  # each key's first entry, as np.unique's
+    ends = [*starts.tolist()[1:], size] if size else []
+    for k, (start, end) in enumerate(zip(starts.tolist(), ends, strict=True)):
+        entries = order[start:end].tolist()
+        assert entries == sorted(entries) == np.flatnonzero(inverse == k).tolist()

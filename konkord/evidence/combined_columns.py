@@ -95,6 +95,18 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
+def key_runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a stable order of `key`, where each run of equal keys starts in it): the entries of
+    the k-th smallest distinct key are order[starts[k]:starts[k + 1]], in their own order.
+    One sort for what np.unique(key, return_index=True, return_inverse=True) gives and more
+    (the last of each key too)."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    new = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return order, np.flatnonzero(new)
+
+
 def dense_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct codes in increasing order, each code's place among them) of codes below
     `size`: what np.unique(codes, return_inverse=True) gives, by a count rather than a sort."""

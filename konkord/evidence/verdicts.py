@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from konkord.evidence.changed_lists import MadeWhenRead
-from konkord.evidence.combined_columns import CombinedColumns, CombinedList, dense_codes, distinct
+from konkord.evidence.combined_columns import (
+    CombinedColumns,
+    CombinedList,
+    dense_codes,
+    distinct,
+    key_runs,
+)
 from konkord.evidence.log import EvidenceLog, Record
 
 if TYPE_CHECKING:
@@ -174,8 +180,7 @@ def _latest_per_key(table: VerdictTable, rows: np.ndarray) -> np.ndarray:
     # key was first written, its last the row that stands (two np.unique calls sorted twice).
     if not len(rows):
         return rows
-    order = np.argsort(key, kind="stable")
-    starts = np.flatnonzero(np.diff(key[order], prepend=-1))
+    order, starts = key_runs(key)
     first = order[starts]
     last = order[np.append(starts[1:], len(order)) - 1]
     return rows[last[np.argsort(first, kind="stable")]]
@@ -267,7 +272,13 @@ def _combine_rows(
         rank = np.empty(len(present), dtype=np.int64)
         rank[by_text] = np.arange(len(present))
         key = key * len(present) + rank[np.searchsorted(present, codes)]
-    groups, first, group = np.unique(key, return_index=True, return_inverse=True)
+    order_of_keys, starts = key_runs(key)  # np.unique(key, return_index, return_inverse)
+    first = order_of_keys[starts]
+    group = np.empty(len(rows), dtype=np.int64)
+    run_starts = np.zeros(len(rows), dtype=bool)
+    run_starts[starts] = True
+    group[order_of_keys] = np.cumsum(run_starts) - 1
+    groups = starts
     position = np.arange(len(rows))
     last = {}
     for code, name in ((ab_code, "ab"), (ba_code, "ba")):
@@ -296,7 +307,7 @@ def _combine_rows(
         & same("answer_b_sha")
     )
     agree = same("winner")
-    value = [table.get_code(code) for code in range(len(table.pool))]  # a list, not a call each
+    value = table.pool_values()  # a list, not a call each
     task_c, a_c, b_c, judge_c = (table.coded[name][rows[first]] for name in names)
     winner_c = table.coded["winner"][ab_rows]
     flipped = complete & ~agree
