@@ -38,7 +38,7 @@ def messy_records(seed: int) -> list[dict[str, object]]:
             "judge": rng.choice(["sim-judge/j1", "j2"]),
             "frame_hash": rng.choice(["f1", "f1", "f2"]),
             "answer_a_sha": rng.choice([f"{a}-1", f"{a}-2", None]),
-            "answer_b_sha": f"{b}-1",
+            "answer_b_sha": rng.choice([f"{b}-1", f"{b}-1", f"{b}-2"]),
             "message_sha": f"msg{n}",
             "tokens_in": rng.choice([None, 0, 300, 12345]),
             "tokens_out": rng.choice([None, 0, 17]),

@@ -190,29 +190,29 @@ def _fresh(
     table: VerdictTable, rows: np.ndarray, answer_shas: Mapping[tuple[str, str], str]
 ) -> np.ndarray:
     """Which rows were made on the answers the run holds now (`is_fresh`, on the columns)."""
+    n = len(rows)
     tasks, task_at = dense_codes(table.coded["task_id"][rows].astype(np.int64), len(table.pool))
-    ok = np.ones(len(rows), dtype=bool)
-    for side in ("a", "b"):
-        models, model_at = dense_codes(
-            table.coded[f"model_{side}"][rows].astype(np.int64), len(table.pool)
-        )
-        width = len(models)
-        distinct, inverse = dense_codes(task_at * width + model_at, len(tasks) * width)
-        # each distinct (task, model) asked once, its names read from plain lists
-        task_names = [str(table.get_code(code)) for code in tasks.tolist()]
-        model_names = [str(table.get_code(code)) for code in models.tolist()]
-        at_task, at_model = np.divmod(distinct, width)
-        code_of, sha_of = table.code_of, answer_shas.get
-        expected = np.array(
-            [
-                code_of(sha_of((task_names[t], model_names[m])))
-                for t, m in zip(at_task.tolist(), at_model.tolist(), strict=True)
-            ],
-            dtype=np.int64,
-        )[inverse]
+    both = np.concatenate([table.coded["model_a"][rows], table.coded["model_b"][rows]])
+    models, model_at = dense_codes(both.astype(np.int64), len(table.pool))  # a's, then b's
+    width = len(models)
+    distinct, inverse = dense_codes(np.tile(task_at, 2) * width + model_at, len(tasks) * width)
+    # each distinct (task, model) of either side asked once, its names read from plain lists
+    task_names = [str(table.get_code(code)) for code in tasks.tolist()]
+    model_names = [str(table.get_code(code)) for code in models.tolist()]
+    at_task, at_model = np.divmod(distinct, width)
+    code_of, sha_of = table.code_of, answer_shas.get
+    expected = np.array(
+        [
+            code_of(sha_of((task_names[t], model_names[m])))
+            for t, m in zip(at_task.tolist(), at_model.tolist(), strict=True)
+        ],
+        dtype=np.int64,
+    )[inverse]
+    ok = np.ones(n, dtype=bool)
+    for k, side in enumerate(("a", "b")):
         held = table.coded[f"answer_{side}_sha"][rows].astype(np.int64)
         held[held == ABSENT] = NULL  # an absent hash reads as None, as `record.get` gives it
-        ok &= held == expected
+        ok &= held == expected[k * n : (k + 1) * n]
     return ok
 
 
