@@ -321,3 +321,19 @@ def test_a_cascades_answers_are_not_sent_early(monkeypatch: pytest.MonkeyPatch) 
         resolve_run(plain), FAST, ready, None, lambda answers, count: handed.append(answers)
     )
     assert made[1] is not None and len(handed) == 1 and handed[0] == made[1].answers
+
+
+def test_ctrl_c_after_the_answers_were_sent_stops_the_early_worker(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    odd_run(project)
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report_module, "decisions_of", interrupted)
+    (worker,) = _start_early(project, monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        write_report(resolve_run("r"), project / "results" / "r.json", FAST)
+    assert task_spawn.EARLY == [] and worker.poll() is not None  # taken, then stopped
+    assert started == [] and not (project / "results").exists()
