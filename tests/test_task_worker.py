@@ -71,6 +71,19 @@ def test_the_worker_writes_the_bytes_the_thread_writes(
     ]  # fmt: skip
 
 
+def results_then_new_evidence(project: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """The odd run reported (its files returned), then a label added: the next report is due."""
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    before = report_files(project)
+    EvidenceLog(project / "runs" / "r").append(
+        "labels",
+        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
+         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
+    )  # fmt: skip
+    return before
+
+
 @pytest.mark.parametrize("run", DEMOS)
 def test_a_demo_runs_source_sent_in_a_pickle_makes_the_same_tasks(
     run: str, monkeypatch: pytest.MonkeyPatch
@@ -95,14 +108,7 @@ def test_a_demo_runs_source_sent_in_a_pickle_makes_the_same_tasks(
 def test_a_worker_that_dies_fails_the_report_and_the_previous_results_stand(
     project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
 ) -> None:
-    odd_run(project)
-    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
-    before = report_files(project)
-    EvidenceLog(project / "runs" / "r").append(
-        "labels",
-        {"task_id": "t00", "model_a": "m/b", "model_b": "m/c", "labeller": "cy",
-         "winner": "m/c", "created_at": "2026-01-03T03:04:05+00:00"},
-    )  # fmt: skip
+    before = results_then_new_evidence(project, monkeypatch)
     real = task_worker.TasksInProcess.__init__
 
     def killed(self: task_worker.TasksInProcess, *args: Any) -> None:
@@ -195,15 +201,9 @@ def test_a_killed_report_leaves_no_worker_behind(project: Path) -> None:
     assert all_gone([worker], 10), "the task-file worker outlived its report"
 
 
-def test_a_worker_started_early_is_the_one_the_report_uses_and_an_unused_one_is_stopped(
-    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
-) -> None:
-    """`konkord report` of a large log starts the worker before importing the statistics
-    (`task_spawn.start_early`): the report then sends its tasks to that worker, not another,
-    and writes the same files; a worker no report takes up is stopped."""
-    odd_run(project)
-    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
-    expected = report_files(project)  # by a worker started when the tasks were ready
+def _start_early(project: Path, monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
+    """A worker started early for run r, as `konkord report` of a large log starts one (for
+    a log of any size); the processes started from here on."""
     spawned: list[subprocess.Popen[bytes]] = []
     real = task_spawn.subprocess.Popen
 
@@ -215,7 +215,21 @@ def test_a_worker_started_early_is_the_one_the_report_uses_and_an_unused_one_is_
     monkeypatch.setattr(task_spawn, "core_free", lambda: True)
     monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 0)
     task_spawn.start_early(EvidenceLog(project / "runs" / "r").path("verdicts").stat().st_size)
-    assert len(spawned) == 1 and len(task_spawn.EARLY) == 1
+    assert len(spawned) == 1 and task_spawn.waiting()
+    return spawned
+
+
+def test_a_worker_started_early_is_the_one_the_report_uses_and_an_unused_one_is_stopped(
+    project: Path, monkeypatch: pytest.MonkeyPatch, started: list[Any]
+) -> None:
+    """`konkord report` of a large log starts the worker before importing the statistics
+    (`task_spawn.start_early`): the report then sends its tasks to that worker, not another,
+    and writes the same files; a worker no report takes up is stopped."""
+    odd_run(project)
+    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
+    expected = report_files(project)  # by a worker started when the tasks were ready
+    spawned = _start_early(project, monkeypatch)
+    assert len(task_spawn.EARLY) == 1
     assert report_files(project) == expected
     assert len(spawned) == 1 and task_spawn.EARLY == []  # taken up, none other started
     assert spawned[0].wait(timeout=30) == 0
@@ -227,24 +241,6 @@ def test_a_worker_started_early_is_the_one_the_report_uses_and_an_unused_one_is_
     monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 10)
     task_spawn.start_early(5)  # a small log: no worker
     assert len(spawned) == 2
-
-
-def _start_early(project: Path, monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes]]:
-    """A worker started early for run r, as `konkord report` of a large log starts one; the
-    processes started from here on."""
-    spawned: list[subprocess.Popen[bytes]] = []
-    real = task_spawn.subprocess.Popen
-
-    def spied(*args: Any, **kwargs: Any) -> Any:
-        spawned.append(real(*args, **kwargs))
-        return spawned[-1]
-
-    monkeypatch.setattr(task_spawn.subprocess, "Popen", spied)
-    monkeypatch.setattr(task_spawn, "core_free", lambda: True)
-    monkeypatch.setattr(task_spawn, "EARLY_LOG_BYTES", 0)
-    task_spawn.start_early(1)
-    assert len(spawned) == 1 and task_spawn.waiting()
-    return spawned
 
 
 def test_a_worker_started_early_counts_the_style_features_the_report_uses(
@@ -278,14 +274,7 @@ def test_an_early_worker_that_dies_with_the_answers_fails_the_report_as_before(
 ) -> None:
     """Killed once it has the answers: the report counts the features itself, then fails
     with the worker's exit status when the tasks are due; the previous results stand."""
-    odd_run(project)
-    monkeypatch.setattr(results_files, "INLINE_TASKS_MAX", 0)
-    before = report_files(project)
-    EvidenceLog(project / "runs" / "r").append(
-        "labels",
-        {"task_id": "t00", "model_a": "m/a", "model_b": "m/b", "labeller": "cy",
-         "winner": "m/a", "created_at": "2026-01-03T03:04:05+00:00"},
-    )  # fmt: skip
+    before = results_then_new_evidence(project, monkeypatch)
     real = task_worker.EarlyAnswers.__init__
 
     def killed(self: task_worker.EarlyAnswers, *args: Any) -> None:
