@@ -98,6 +98,9 @@ def cli() -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    import konkord.commands
+
+    konkord.commands.PROCESS_ENDS_WITH_COMMAND = True
     try:
         cli(prog_name="konkord")
     except SystemExit as stop:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO
 from evidence_factory import add_answers, add_prompt, add_verdict, write_runs, write_suite
 
 from konkord.cli import cli
@@ -163,6 +168,38 @@ def test_report_command_prints_a_table_and_writes_the_file(project: Path) -> Non
     assert (project / "results" / "r.json").exists()
     schema = CliRunner().invoke(cli, ["schema"])
     assert json.loads(schema.output)["properties"]["schema_version"]["default"] == SCHEMA_VERSION
+
+
+ENDS_WITH_REPORT = """
+import atexit, gc, sys
+atexit.register(lambda: print("collector on at exit:", gc.isenabled(), file=sys.stderr))
+sys.argv = ["konkord", "report", "--run", "r", "--resamples", "20"]
+from konkord.cli import main
+main()
+"""
+
+
+def test_the_collector_stays_off_to_the_end_only_where_the_process_ends_with_the_report(
+    project: Path,
+) -> None:
+    """The console script's report leaves the cyclic collector off to its exit (turned on, it
+    would walk every object the report made just before they are let go); run in a process
+    that goes on (here, the tests'), the report leaves it as it found it."""
+    texts = make_run(project, ["m/a", "m/b"], n_tasks=3)
+    for k in range(3):
+        add_verdict(project, "r", texts, f"t{k:02d}", "m/a", "m/b", ("1", "2"))
+    assert gc.isenabled()
+    outcome = CliRunner().invoke(cli, ["report", "--run", "r", "--resamples", "20"])
+    assert outcome.exit_code == 0, outcome.output
+    assert gc.isenabled()
+    (project / "results" / "r.json").unlink()
+    done = subprocess.run(
+        [sys.executable, "-c", ENDS_WITH_REPORT], cwd=project, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "wrote results/r.json" in done.stdout
+    assert "collector on at exit: False" in done.stderr
 
 
 def test_a_run_without_verdicts_says_what_to_do(project: Path) -> None:

@@ -183,7 +183,8 @@ def _latest_per_key(table: VerdictTable, rows: np.ndarray) -> np.ndarray:
     order, starts = key_runs(key)
     first = order[starts]
     last = order[np.append(starts[1:], len(order)) - 1]
-    return rows[last[np.argsort(first, kind="stable")]]
+    standing: np.ndarray = rows[last[np.argsort(first, kind="stable")]]
+    return standing
 
 
 def _fresh(
