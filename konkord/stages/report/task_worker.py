@@ -4,15 +4,16 @@ konkord.stages.report.task_worker`) while this process computes the figures.
 On a thread beside the figures (`TasksInBackground`) the tasks share one interpreter with them:
 at 20 models x 1,000 tasks making and serialising 190,000 comparisons holds it for about two
 seconds, which the figures wait through. A worker process runs them on a core of its own. It is
-sent the `TaskSource` in one pickle (lists of references to the log's few distinct values, the
-answers and the rationales: a few dozen MB), makes the tasks from it by the same code as the
-thread (`task_source.tasks_of`), writes them into the staging folder and sends back what it
-wrote. Used where it pays (`pays`): a run of `PROCESS_MIN_COMPARISONS` or more and a core free
-now; `konkord report` of a large log starts it before it is needed (`task_spawn`), and then
-sends it the run's answers as soon as they are read (`EarlyAnswers`): the worker counts their
-style features on its core (a fifth of a second at 20,000 answers) while this process combines
-the verdicts, and the answers are not sent again with the tasks. The worker ignores Ctrl-C (this process stops it) and dies with this process; a worker
-that dies fails the report with its exit status and the end of what it printed.
+sent the `TaskSource` in one pickle (the log's columns as arrays of codes with their few
+distinct values, the answers and the rationales: a few dozen MB), makes the tasks from it by
+the same code as the thread (`task_source.tasks_of`), writes them into the staging folder and
+sends back what it wrote. Used where it pays (`pays`): a run of `PROCESS_MIN_COMPARISONS` or
+more and a core free now; `konkord report` of a large log starts it before it is needed
+(`task_spawn`), and then sends it the run's answers as soon as they are read (`EarlyAnswers`):
+the worker counts their style features on its core (a fifth of a second at 20,000 answers)
+while this process combines the verdicts, and the answers are not sent again with the tasks.
+The worker ignores Ctrl-C (this process stops it) and dies with this process; a worker that
+dies fails the report with its exit status and the end of what it printed.
 """
 
 from __future__ import annotations
