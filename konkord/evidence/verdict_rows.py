@@ -40,7 +40,7 @@ FROM_FILE = ("raw", "first_raw")
 HELD = (*CODED, *INTS, *FLOATS, *FLAGS, *TEXTS, *HASHES)
 KNOWN = frozenset((*HELD, *FROM_FILE))
 
-ABSENT = 0  # the code of an absent field; None is code 1
+ABSENT, NULL = 0, 1  # the codes of an absent field and of null
 MISSING = object()
 # A number's state: absent, null, or which Python type it was written as.
 ABSENT_NUM, NULL_NUM, INT_NUM, FLOAT_NUM = 0, 1, 2, 3

@@ -21,16 +21,16 @@ from konkord.evidence.changed_lists import MadeWhenRead
 from konkord.evidence.combined_columns import (
     CombinedColumns,
     CombinedList,
-    dense_codes,
     distinct,
     key_runs,
 )
 from konkord.evidence.log import EvidenceLog, Record
+from konkord.evidence.verdict_latest import latest_verdict_rows, rows_of_judge
+from konkord.evidence.verdict_rows import ABSENT, NULL
 
 if TYPE_CHECKING:
     from konkord.evidence.verdict_table import VerdictTable
 
-ABSENT, NULL = 0, 1  # the pool codes of an absent field and of null (verdict_table)
 # A verdict record as read: a dict, or a row of the log's columns that reads like one.
 VerdictRecord = Mapping[str, Any]
 
@@ -87,18 +87,12 @@ def judges_in_log(log: EvidenceLog) -> list[str]:
     return sorted({str(judge) for judge in judges if isinstance(judge, str) and judge})
 
 
-def _rows_of(table: VerdictTable, judge: str) -> np.ndarray:
-    """The rows of one judge's records, in write order."""
-    code = table.code_of(judge)
-    return np.flatnonzero(table.coded["judge"] == code) if code >= 0 else np.zeros(0, np.int64)
-
-
 def current_frame_hash(log: EvidenceLog, judge: str) -> str | None:
     """The frame hash of the judge's most recent verdict record, or None if it has none."""
     from konkord.evidence.verdict_table import verdict_table
 
     table = verdict_table(log)
-    rows = _rows_of(table, judge)
+    rows = rows_of_judge(table, judge)
     if not len(rows):
         return None
     latest: str | None = table.get(int(rows[-1]), "frame_hash")
@@ -110,7 +104,7 @@ def frame_hashes_of(log: EvidenceLog, judge: str) -> set[str]:
     from konkord.evidence.verdict_table import verdict_table
 
     table = verdict_table(log)
-    codes = distinct(table.coded["frame_hash"][_rows_of(table, judge)]).tolist()
+    codes = distinct(table.coded["frame_hash"][rows_of_judge(table, judge)]).tolist()
     return {str(table.get_code(code)) for code in codes}
 
 
@@ -136,85 +130,6 @@ def load_verdicts(
     (`konkord.evidence.verdict_table`): the records come back as read-only rows."""
     found = latest_verdict_rows(log, judge, frame_hash, answer_shas)
     return [] if found is None else found[0].rows(found[1])
-
-
-def latest_verdict_rows(
-    log: EvidenceLog,
-    judge: str,
-    frame_hash: str | None = None,
-    answer_shas: Mapping[tuple[str, str], str] | None = None,
-) -> tuple[VerdictTable, np.ndarray] | None:
-    """`load_verdicts` as the log's table and the indices of its rows, for a reader of whole
-    columns (a row object per record is 380,000 of them at 20 models x 1,000 tasks); None
-    where `load_verdicts` gives an empty list before looking at any row."""
-    from konkord.evidence.verdict_table import verdict_table
-
-    table = verdict_table(log)
-    rows = _rows_of(table, judge)
-    if not len(rows):
-        return None
-    wanted = frame_hash or table.get(int(rows[-1]), "frame_hash")
-    if wanted is None:
-        return None
-    rows = rows[table.coded["frame_hash"][rows] == table.code_of(wanted)]
-    rows = _latest_per_key(table, rows)
-    if answer_shas is not None:
-        rows = rows[_fresh(table, rows, answer_shas)]
-    return table, rows
-
-
-def _dense(codes: np.ndarray, size: int) -> tuple[np.ndarray, int]:
-    """Each code's rank among the distinct codes (all below `size`), and how many there are."""
-    distinct, inverse = dense_codes(codes, size)
-    return inverse, len(distinct)
-
-
-def _latest_per_key(table: VerdictTable, rows: np.ndarray) -> np.ndarray:
-    """Of rows of one judge and frame, the last per (task, model_a, model_b, order), in the
-    order each key was first written (as `EvidenceLog.latest` gives them)."""
-    key = np.zeros(len(rows), dtype=np.int64)
-    for name in ("task_id", "model_a", "model_b", "order"):
-        rank, size = _dense(table.coded[name][rows], len(table.pool))
-        key = key * size + rank
-    # One stable sort groups each key's rows in write order: a group's first is where the
-    # key was first written, its last the row that stands (two np.unique calls sorted twice).
-    if not len(rows):
-        return rows
-    order, starts = key_runs(key)
-    first = order[starts]
-    last = order[np.append(starts[1:], len(order)) - 1]
-    standing: np.ndarray = rows[last[np.argsort(first, kind="stable")]]
-    return standing
-
-
-def _fresh(
-    table: VerdictTable, rows: np.ndarray, answer_shas: Mapping[tuple[str, str], str]
-) -> np.ndarray:
-    """Which rows were made on the answers the run holds now (`is_fresh`, on the columns)."""
-    n = len(rows)
-    tasks, task_at = dense_codes(table.coded["task_id"][rows].astype(np.int64), len(table.pool))
-    both = np.concatenate([table.coded["model_a"][rows], table.coded["model_b"][rows]])
-    models, model_at = dense_codes(both.astype(np.int64), len(table.pool))  # a's, then b's
-    width = len(models)
-    distinct, inverse = dense_codes(np.tile(task_at, 2) * width + model_at, len(tasks) * width)
-    # each distinct (task, model) of either side asked once, its names read from plain lists
-    task_names = [str(table.get_code(code)) for code in tasks.tolist()]
-    model_names = [str(table.get_code(code)) for code in models.tolist()]
-    at_task, at_model = np.divmod(distinct, width)
-    code_of, sha_of = table.code_of, answer_shas.get
-    expected = np.array(
-        [
-            code_of(sha_of((task_names[t], model_names[m])))
-            for t, m in zip(at_task.tolist(), at_model.tolist(), strict=True)
-        ],
-        dtype=np.int64,
-    )[inverse]
-    ok = np.ones(n, dtype=bool)
-    for k, side in enumerate(("a", "b")):
-        held = table.coded[f"answer_{side}_sha"][rows].astype(np.int64)
-        held[held == ABSENT] = NULL  # an absent hash reads as None, as `record.get` gives it
-        ok &= held == expected[k * n : (k + 1) * n]
-    return ok
 
 
 def combine_verdicts(records: Iterable[VerdictRecord]) -> list[CombinedVerdict]:
@@ -279,12 +194,11 @@ def _combine_rows(
     run_starts = np.zeros(len(rows), dtype=bool)
     run_starts[starts] = True
     group[order_of_keys] = np.cumsum(run_starts) - 1
-    groups = starts
     position = np.arange(len(rows))
     last = {}
     for code, name in ((ab_code, "ab"), (ba_code, "ba")):
         mine = order == code
-        found = np.full(len(groups), -1, dtype=np.int64)
+        found = np.full(len(starts), -1, dtype=np.int64)
         np.maximum.at(found, group[mine], position[mine])  # a later record supersedes
         last[name] = found
     ab, ba = last["ab"], last["ba"]

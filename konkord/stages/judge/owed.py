@@ -14,11 +14,11 @@ from konkord.configuration.runspec import RunSpec
 from konkord.errors import KonkordError
 from konkord.evidence.log import EvidenceLog, Record, now_iso
 from konkord.evidence.stream import fold_stream
+from konkord.evidence.verdict_latest import latest_verdict_rows
 from konkord.evidence.verdicts import (
     CombinedVerdict,
     combine_verdicts,
     frame_hashes_of,
-    latest_verdict_rows,
     load_verdicts,
 )
 from konkord.stages.judge.design import designed_pairs

@@ -276,7 +276,8 @@ def report_parts(
         judges = [j for j in judges if j != plan.first_pass]
     features: dict[tuple[str, str], dict[str, int]] = {}
     if spec.style_control:
-        features = (counted() if counted is not None else None) or answer_features(answers)
+        from_worker = counted() if counted is not None else None
+        features = answer_features(answers) if from_worker is None else from_worker
     records_by_judge: dict[str, Sequence[VerdictRecord]] = {}
     combined_by_judge: dict[str, list[CombinedVerdict]] = {}
     for judge in judges:

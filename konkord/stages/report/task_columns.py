@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from konkord.evidence.combined_columns import key_runs
 from konkord.evidence.verdict_rows import VerdictTable
 
 # The fields of an order verdict a task shows, as the log's columns hold them.
@@ -96,16 +97,12 @@ class JudgeComparisons:
             for n, task_id in enumerate(self.task_id):
                 found.setdefault(task_id, []).append(n)
             return found
-        import numpy as np
-
-        order = np.argsort(self.task_id, kind="stable")
-        codes = self.task_id[order]
-        starts = np.flatnonzero(np.diff(codes, prepend=-1))
-        ends = np.append(starts[1:], len(codes))
+        order, starts = key_runs(self.task_id)
+        ends = [*starts.tolist()[1:], len(order)] if len(starts) else []
         return {
             self.values[code]: order[start:end]
             for code, start, end in zip(
-                codes[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+                self.task_id[order[starts]].tolist(), starts.tolist(), ends, strict=True
             )
         }
 
